@@ -1,0 +1,1 @@
+//! Model Context Protocol 2026-07-28 types.
