@@ -44,12 +44,11 @@
 
 mod check;
 mod codec;
-mod declare;
 pub mod headers;
 mod mirror;
 pub mod sse;
 
 pub use check::{check_param_headers, check_standard_headers};
 pub use codec::{HeaderValueError, decode_value, encode_header_value, encode_value};
-pub use declare::{DeclarationError, ParamHeader, ParamKind, param_headers};
+pub use mcp_types::{DeclarationError, ParamHeader, ParamKind, param_headers};
 pub use mirror::{name_header_value, param_header_values};

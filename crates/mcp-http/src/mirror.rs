@@ -9,8 +9,8 @@ use http::{HeaderName, HeaderValue};
 use serde_json::{Map, Number, Value};
 
 use crate::codec::encode_header_value;
-use crate::declare::ParamHeader;
 use crate::headers::name_source;
+use mcp_types::ParamHeader;
 
 /// The `Mcp-Param-*` headers a `tools/call` with these `arguments` must carry.
 ///
@@ -29,7 +29,11 @@ pub fn param_header_values(
         .iter()
         .filter_map(|decl| {
             let text = stringify(decl.lookup(arguments)?)?;
-            Some((decl.header_name().clone(), encode_header_value(&text)))
+            Some((
+                HeaderName::from_bytes(decl.header_name().as_bytes())
+                    .expect("declarations hold valid header names"),
+                encode_header_value(&text),
+            ))
         })
         .collect()
 }
@@ -76,7 +80,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::declare::param_headers;
+    use mcp_types::param_headers;
 
     fn decls() -> Vec<ParamHeader> {
         let schema = json!({

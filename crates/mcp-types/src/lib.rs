@@ -76,6 +76,7 @@ mod meta;
 mod method;
 mod mrtr;
 mod notifications;
+mod param_headers;
 mod prompts;
 mod resources;
 mod roots;
@@ -138,6 +139,7 @@ pub use notifications::{
     CancelledNotificationParams, LoggingMessageNotificationParams, ProgressNotificationParams,
     ResourceUpdatedNotificationParams,
 };
+pub use param_headers::{DeclarationError, ParamHeader, ParamKind, param_headers};
 pub use prompts::{
     GetPromptRequestParams, GetPromptResult, ListPromptsResult, Prompt, PromptArgument,
     PromptMessage,

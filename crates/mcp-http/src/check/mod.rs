@@ -11,15 +11,15 @@ mod decimal;
 
 use std::borrow::Cow;
 
-use http::{HeaderMap, HeaderName, HeaderValue};
+use http::{HeaderMap, HeaderValue};
 use mcp_jsonrpc::ErrorObject;
 use serde_json::{Map, Number, Value};
 
 use crate::codec::{decode_value, plain_value};
-use crate::declare::{ParamHeader, ParamKind};
 use crate::headers::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, name_source};
 use crate::mirror::number_text;
 use decimal::{Decimal, parse_decimal};
+use mcp_types::{ParamHeader, ParamKind};
 
 /// Checks `MCP-Protocol-Version`, `Mcp-Method` and, where the method needs it, `Mcp-Name` against the
 /// body.
@@ -180,7 +180,7 @@ fn is_integer(n: &Number) -> bool {
 /// malformed or two disagree.
 fn read_header<'h>(
     headers: &'h HeaderMap,
-    name: &HeaderName,
+    name: impl http::header::AsHeaderName,
     display: &str,
     sentinel: bool,
 ) -> Result<Option<Cow<'h, str>>, ErrorObject> {
@@ -227,13 +227,13 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::declare::param_headers;
+    use mcp_types::param_headers;
 
     fn map(pairs: &[(&str, &str)]) -> HeaderMap {
         let mut headers = HeaderMap::new();
         for (name, value) in pairs {
             headers.append(
-                HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
                 HeaderValue::from_bytes(value.as_bytes()).unwrap(),
             );
         }

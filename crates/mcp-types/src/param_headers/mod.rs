@@ -6,10 +6,7 @@
 //! `boolean` property whose integers stay within ±(2^53−1), and reachable from the root only through
 //! `properties`. An HTTP client MUST drop a tool that breaks any of these rules.
 
-use http::HeaderName;
 use serde_json::{Map, Number, Value};
-
-use crate::headers::MCP_PARAM_PREFIX;
 
 mod walk;
 
@@ -39,7 +36,7 @@ pub struct ParamHeader {
     name: String,
     path: Vec<String>,
     kind: ParamKind,
-    header: HeaderName,
+    header: String,
     /// `Mcp-Param-{Name}` as people write it, for error messages.
     display: String,
 }
@@ -60,18 +57,18 @@ impl ParamHeader {
         self.kind
     }
 
-    /// The header to send or check: `mcp-param-{name}` in lowercase.
-    pub fn header_name(&self) -> &HeaderName {
+    /// The header to send or check: `mcp-param-{name}` in lowercase, always a valid header name.
+    pub fn header_name(&self) -> &str {
         &self.header
     }
 
     /// The header name as people write it, for error messages: `Mcp-Param-{Name}`.
-    pub(crate) fn display_name(&self) -> &str {
+    pub fn display_name(&self) -> &str {
         &self.display
     }
 
     /// The argument at the declared path, if every step exists and is an object.
-    pub(crate) fn lookup<'a>(&self, arguments: &'a Map<String, Value>) -> Option<&'a Value> {
+    pub fn lookup<'a>(&self, arguments: &'a Map<String, Value>) -> Option<&'a Value> {
         let (last, parents) = self.path.split_last()?;
         let mut object = arguments;
         for key in parents {
@@ -217,8 +214,8 @@ fn declaration(
     if kind == ParamKind::Integer {
         check_integer_range(schema, pointer)?;
     }
-    let header = HeaderName::from_bytes(format!("{MCP_PARAM_PREFIX}{name}").as_bytes())
-        .expect("a token after the prefix is a valid header name");
+    // A token is a valid header name; HTTP header names are case-insensitive and sent lowercase.
+    let header = format!("mcp-param-{}", name.to_ascii_lowercase());
     Ok(ParamHeader {
         name: name.to_owned(),
         path: path.to_vec(),

@@ -26,7 +26,7 @@ fn the_spec_example_declares_one_header() {
     assert_eq!(found[0].name(), "Region");
     assert_eq!(found[0].path(), ["region"]);
     assert_eq!(found[0].kind(), ParamKind::String);
-    assert_eq!(found[0].header_name().as_str(), "mcp-param-region");
+    assert_eq!(found[0].header_name(), "mcp-param-region");
 }
 
 #[test]
@@ -183,10 +183,7 @@ fn names_must_be_non_empty_tokens() {
         json!({"type": "string", "x-mcp-header": "!#$%&'*+-.^_`|~09Az"}),
     ))
     .unwrap();
-    assert_eq!(
-        odd[0].header_name().as_str(),
-        "mcp-param-!#$%&'*+-.^_`|~09az"
-    );
+    assert_eq!(odd[0].header_name(), "mcp-param-!#$%&'*+-.^_`|~09az");
 }
 
 #[test]

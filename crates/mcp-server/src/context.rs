@@ -1,0 +1,380 @@
+//! The handler's view of one request.
+
+use std::sync::Mutex;
+
+use mcp_jsonrpc::{ErrorObject, Id};
+use mcp_types::{
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, Implementation, InputRequest, JsonObject, ListRootsResult, LoggingLevel,
+    LoggingMessageNotificationParams, ProgressNotificationParams, RequestMeta,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
+
+use crate::error::{HandlerError, InputRequired};
+use crate::{Principal, Server};
+
+/// Where a request's notifications go: its SSE stream on HTTP, stdout on stdio.
+///
+/// Each call carries one complete JSON-RPC notification, compact, without a trailing newline.
+pub trait NotificationSink: Send + Sync {
+    /// Queues one message for delivery before the request's final response.
+    fn send(&self, message: Vec<u8>);
+}
+
+impl<F: Fn(Vec<u8>) + Send + Sync> NotificationSink for F {
+    fn send(&self, message: Vec<u8>) {
+        self(message);
+    }
+}
+
+/// Everything a handler may know about and do for the request it serves.
+///
+/// The context is owned by the handler: it holds the request's `_meta` (client info and the
+/// capabilities declared on *this* request), the principal, the cancellation token, a progress
+/// reporter, a log sink and the MRTR answers gathered so far.
+pub struct RequestContext {
+    pub(crate) id: Id,
+    pub(crate) method: &'static str,
+    pub(crate) meta: RequestMeta,
+    pub(crate) principal: Principal,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) sink: Option<std::sync::Arc<dyn NotificationSink>>,
+    pub(crate) server: Server,
+    last_progress: Mutex<Option<f64>>,
+    pub(crate) mrtr: Mrtr,
+}
+
+/// MRTR bookkeeping for one round.
+#[derive(Default)]
+pub(crate) struct Mrtr {
+    /// Answers from earlier rounds plus this round's `inputResponses` for the keys last asked.
+    pub(crate) answers: JsonObject,
+    /// Input requests gathered by [`RequestContext::request_input`] and not yet answered.
+    pub(crate) pending: mcp_types::InputRequests,
+    /// Handler state carried by the verified `requestState`, replaced by `set_state`.
+    pub(crate) state: Option<Value>,
+    /// The verified incoming state's unique value, if the request carried one.
+    pub(crate) nonce: Option<String>,
+}
+
+impl std::fmt::Debug for RequestContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestContext")
+            .field("id", &self.id)
+            .field("method", &self.method)
+            .field("principal", &self.principal)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RequestContext {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        id: Id,
+        method: &'static str,
+        meta: RequestMeta,
+        principal: Principal,
+        cancel: CancellationToken,
+        sink: Option<std::sync::Arc<dyn NotificationSink>>,
+        server: Server,
+        mrtr: Mrtr,
+    ) -> Self {
+        RequestContext {
+            id,
+            method,
+            meta,
+            principal,
+            cancel,
+            sink,
+            server,
+            last_progress: Mutex::new(None),
+            mrtr,
+        }
+    }
+
+    /// The JSON-RPC id of the request.
+    pub fn request_id(&self) -> &Id {
+        &self.id
+    }
+
+    /// The method being served (`tools/call`, `resources/read`, ...).
+    pub fn method(&self) -> &'static str {
+        self.method
+    }
+
+    /// The request's `_meta`, including keys this library does not interpret.
+    pub fn meta(&self) -> &RequestMeta {
+        &self.meta
+    }
+
+    /// The protocol version the request names.
+    pub fn protocol_version(&self) -> &str {
+        self.meta.protocol_version.as_deref().unwrap_or_default()
+    }
+
+    /// The capabilities the client declared on this request. Never infer them from other requests.
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        static NONE: std::sync::OnceLock<ClientCapabilities> = std::sync::OnceLock::new();
+        self.meta
+            .client_capabilities
+            .as_ref()
+            .unwrap_or_else(|| NONE.get_or_init(ClientCapabilities::default))
+    }
+
+    /// The client's self-reported identity: for display and logs, never for decisions.
+    pub fn client_info(&self) -> Option<&Implementation> {
+        self.meta.client_info.as_ref()
+    }
+
+    /// Who is calling.
+    pub fn principal(&self) -> &Principal {
+        &self.principal
+    }
+
+    /// The server serving this request, to change its registry or notify listeners.
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// Whether the client has cancelled the request.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Resolves when the client cancels the request (or the server shuts down).
+    pub fn cancelled(&self) -> WaitForCancellationFuture<'_> {
+        self.cancel.cancelled()
+    }
+
+    /// The request's cancellation token, to hand to work that outlives a borrow of the context.
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    /// Reports progress, if the request asked for it with a `progressToken`.
+    ///
+    /// spec 2026-07-28 basic/utilities/progress: the value must increase with every notification, so
+    /// a value not above the last one sent is dropped.
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let (Some(token), Some(sink)) = (&self.meta.progress_token, &self.sink) else {
+            return;
+        };
+        if !progress.is_finite() || self.cancel.is_cancelled() {
+            return;
+        }
+        {
+            let mut last = self.last_progress.lock().expect("progress lock");
+            if last.is_some_and(|l| progress <= l) {
+                return;
+            }
+            *last = Some(progress);
+        }
+        let params = ProgressNotificationParams {
+            meta: None,
+            progress_token: token.clone(),
+            progress,
+            total,
+            message: message.map(str::to_owned),
+        };
+        send(sink.as_ref(), "notifications/progress", &params);
+    }
+
+    /// Whether a log message at `level` would be delivered: the request set a `logLevel` at or below it.
+    pub fn log_enabled(&self, level: LoggingLevel) -> bool {
+        self.sink.is_some() && self.meta.log_level.is_some_and(|min| level >= min)
+    }
+
+    /// Sends a log message on this request's stream (deprecated in 2026-07-28, still specified).
+    ///
+    /// spec 2026-07-28 server/utilities/logging: without a `logLevel` in the request's `_meta` the
+    /// server sends nothing; with one, only messages at that level or above.
+    pub fn log(&self, level: LoggingLevel, logger: Option<&str>, data: impl Serialize) {
+        if !self.log_enabled(level) || self.cancel.is_cancelled() {
+            return;
+        }
+        let Ok(data) = serde_json::to_value(data) else {
+            return;
+        };
+        let params = LoggingMessageNotificationParams {
+            meta: None,
+            level,
+            logger: logger.map(str::to_owned),
+            data,
+        };
+        if let Some(sink) = &self.sink {
+            send(sink.as_ref(), "notifications/message", &params);
+        }
+    }
+
+    /// Tells every listener subscribed to `uri` (or to a resource containing it) that it changed.
+    pub fn notify_resource_updated(&self, uri: &str) {
+        self.server.notify_resource_updated(uri);
+    }
+
+    // ---- MRTR (spec 2026-07-28 basic/patterns/mrtr) ----
+
+    /// The answer to input request `key`, from this round or an earlier one.
+    pub fn input_response(&self, key: &str) -> Option<&Value> {
+        self.mrtr.answers.get(key)
+    }
+
+    /// Asks for input without stopping: returns the answer when there is one, and otherwise queues
+    /// the request so that [`require_inputs`](Self::require_inputs) asks for all of them at once.
+    ///
+    /// Fails with -32021 when the client did not declare, on this request, the capability the input
+    /// request needs: such a request is never sent.
+    pub fn request_input(
+        &mut self,
+        key: &str,
+        request: InputRequest,
+    ) -> Result<Option<&Value>, HandlerError> {
+        self.check_capability(&request)?;
+        if self.mrtr.answers.contains_key(key) {
+            return Ok(self.mrtr.answers.get(key));
+        }
+        self.mrtr.pending.insert(key.to_owned(), request);
+        Ok(None)
+    }
+
+    /// Stops with `input_required` if any input requested by [`request_input`](Self::request_input)
+    /// is still unanswered.
+    pub fn require_inputs(&mut self) -> Result<(), HandlerError> {
+        if self.mrtr.pending.is_empty() {
+            Ok(())
+        } else {
+            Err(self.input_required())
+        }
+    }
+
+    /// Asks the user through elicitation (form or URL mode) and returns the answer, or stops with
+    /// `input_required` until the client supplies it.
+    pub fn elicit(
+        &mut self,
+        key: &str,
+        params: impl Into<ElicitRequestParams>,
+    ) -> Result<ElicitResult, HandlerError> {
+        self.ask(key, InputRequest::Elicit(params.into()))
+    }
+
+    /// Asks the client's model for a completion (sampling, deprecated in 2026-07-28).
+    pub fn create_message(
+        &mut self,
+        key: &str,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, HandlerError> {
+        self.ask(key, InputRequest::CreateMessage(params))
+    }
+
+    /// Asks the client for its roots (deprecated in 2026-07-28).
+    pub fn list_roots(&mut self, key: &str) -> Result<ListRootsResult, HandlerError> {
+        self.ask(key, InputRequest::ListRoots(None))
+    }
+
+    /// Handler state from the previous round, if the request carried a verified `requestState`.
+    pub fn state<T: DeserializeOwned>(&self) -> Option<T> {
+        self.mrtr
+            .state
+            .as_ref()
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+    }
+
+    /// Keeps a value for the next round; it travels sealed inside `requestState`.
+    ///
+    /// The client can read it (it is signed, not encrypted): keep secrets out.
+    pub fn set_state(&mut self, state: impl Serialize) -> Result<(), HandlerError> {
+        let value = serde_json::to_value(state)
+            .map_err(|e| HandlerError::Protocol(ErrorObject::internal_error(e)))?;
+        self.mrtr.state = Some(value);
+        Ok(())
+    }
+
+    /// A value unique to the verified `requestState` this request carried, for handlers that must
+    /// act at most once per issued state (an approval, say): record it when acting and refuse it
+    /// when it comes back.
+    ///
+    /// `None` means the request carried no state, so any answers it holds were not asked for by
+    /// this server: a handler that needs a solicited answer must ask (again).
+    pub fn state_nonce(&self) -> Option<&str> {
+        self.mrtr.nonce.as_deref()
+    }
+
+    /// Stops with an `input_required` result that carries only `requestState`, inviting the client to
+    /// retry (spec 2026-07-28 MRTR: "load shedding").
+    pub fn retry_later(&mut self) -> HandlerError {
+        self.input_required()
+    }
+
+    fn ask<T: DeserializeOwned>(
+        &mut self,
+        key: &str,
+        request: InputRequest,
+    ) -> Result<T, HandlerError> {
+        self.check_capability(&request)?;
+        match self.mrtr.answers.get(key) {
+            Some(answer) => serde_json::from_value(answer.clone()).map_err(|e| {
+                HandlerError::Protocol(ErrorObject::invalid_params(format_args!(
+                    "inputResponses[{key:?}] is malformed: {e}"
+                )))
+            }),
+            None => {
+                self.mrtr.pending.insert(key.to_owned(), request);
+                Err(self.input_required())
+            }
+        }
+    }
+
+    fn input_required(&mut self) -> HandlerError {
+        HandlerError::InputRequired(Box::new(InputRequired {
+            requests: std::mem::take(&mut self.mrtr.pending),
+            answers: self.mrtr.answers.clone(),
+            state: self.mrtr.state.clone(),
+        }))
+    }
+
+    fn check_capability(&self, request: &InputRequest) -> Result<(), HandlerError> {
+        let caps = self.client_capabilities();
+        let (ok, required, what) = match request {
+            InputRequest::Elicit(ElicitRequestParams::Form(_)) => (
+                caps.supports_elicitation_form(),
+                json!({"elicitation": {"form": {}}}),
+                "form elicitation",
+            ),
+            InputRequest::Elicit(ElicitRequestParams::Url(_)) => (
+                caps.supports_elicitation_url(),
+                json!({"elicitation": {"url": {}}}),
+                "URL elicitation",
+            ),
+            InputRequest::CreateMessage(p) if p.tools.is_some() || p.tool_choice.is_some() => (
+                caps.supports_sampling_tools(),
+                json!({"sampling": {"tools": {}}}),
+                "sampling with tools",
+            ),
+            InputRequest::CreateMessage(_) => (
+                caps.supports_sampling(),
+                json!({"sampling": {}}),
+                "sampling",
+            ),
+            InputRequest::ListRoots(_) => (caps.supports_roots(), json!({"roots": {}}), "roots"),
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(HandlerError::Protocol(
+                ErrorObject::missing_client_capability(
+                    required,
+                    format_args!("this request needs {what}, which the client did not declare"),
+                ),
+            ))
+        }
+    }
+}
+
+fn send<T: Serialize>(sink: &dyn NotificationSink, method: &str, params: &T) {
+    let mut out = Vec::with_capacity(128);
+    if mcp_jsonrpc::write_notification(&mut out, method, params).is_ok() {
+        sink.send(out);
+    }
+}

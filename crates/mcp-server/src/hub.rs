@@ -1,0 +1,216 @@
+//! The subscription hub and `subscriptions/listen` streams.
+//!
+//! spec 2026-07-28 basic/utilities/subscriptions: the first message of a stream is
+//! `notifications/subscriptions/acknowledged` with the honoured filter; every notification carries the
+//! listen request's id verbatim as `io.modelcontextprotocol/subscriptionId`; on a graceful close the
+//! server sends the listen request's result `{resultType: "complete", _meta: {subscriptionId}}`.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures_util::Stream;
+use futures_util::stream::BoxStream;
+use mcp_jsonrpc::Id;
+use mcp_types::{Implementation, SubscriptionFilter};
+use serde_json::{Map, Value, json};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+/// A change listeners may want to hear about.
+#[derive(Clone, Debug)]
+pub(crate) enum HubEvent {
+    ToolsChanged,
+    PromptsChanged,
+    ResourcesChanged,
+    ResourceUpdated(Arc<str>),
+}
+
+/// The messages of one `subscriptions/listen` request: the acknowledgement, then notifications as
+/// they happen, then, on a graceful close, the final result. Dropping it unsubscribes.
+///
+/// Each item is one complete JSON-RPC message, compact, without a trailing newline.
+pub struct ListenStream {
+    id: Id,
+    inner: BoxStream<'static, Vec<u8>>,
+}
+
+impl std::fmt::Debug for ListenStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ListenStream")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ListenStream {
+    /// The id of the listen request, which is also the subscription id.
+    pub fn id(&self) -> &Id {
+        &self.id
+    }
+
+    pub(crate) fn new(
+        id: Id,
+        filter: SubscriptionFilter,
+        events: broadcast::Receiver<HubEvent>,
+        close: CancellationToken,
+        server_info: Implementation,
+    ) -> Self {
+        let subscription_id = id.to_value();
+        let mut ack = Vec::with_capacity(160);
+        let ack_params = json!({
+            "_meta": { mcp_types::meta_keys::SUBSCRIPTION_ID: subscription_id },
+            "notifications": filter,
+        });
+        mcp_jsonrpc::write_notification(
+            &mut ack,
+            "notifications/subscriptions/acknowledged",
+            &ack_params,
+        )
+        .expect("acknowledgement serializes");
+
+        let state = State {
+            id: id.clone(),
+            filter,
+            events,
+            close,
+            server_info,
+            ack: Some(ack),
+            done: false,
+        };
+        let inner = futures_util::stream::unfold(state, |mut st| async move {
+            if let Some(ack) = st.ack.take() {
+                return Some((ack, st));
+            }
+            if st.done {
+                return None;
+            }
+            loop {
+                tokio::select! {
+                    biased;
+                    () = st.close.cancelled() => {
+                        st.done = true;
+                        let last = st.final_result();
+                        return Some((last, st));
+                    }
+                    event = st.events.recv() => match event {
+                        Ok(event) => {
+                            if let Some(msg) = st.render(&event) {
+                                return Some((msg, st));
+                            }
+                        }
+                        Err(broadcast::error::RecvError::Lagged(_)) => {
+                            // Notifications were lost: the listener re-lists everything it follows.
+                            if let Some(msg) = st.render_resync() {
+                                return Some((msg, st));
+                            }
+                        }
+                        Err(broadcast::error::RecvError::Closed) => {
+                            st.done = true;
+                            let last = st.final_result();
+                            return Some((last, st));
+                        }
+                    }
+                }
+            }
+        });
+        ListenStream {
+            id,
+            inner: Box::pin(inner),
+        }
+    }
+}
+
+impl Stream for ListenStream {
+    type Item = Vec<u8>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Vec<u8>>> {
+        self.inner.as_mut().poll_next(cx)
+    }
+}
+
+struct State {
+    id: Id,
+    filter: SubscriptionFilter,
+    events: broadcast::Receiver<HubEvent>,
+    close: CancellationToken,
+    server_info: Implementation,
+    ack: Option<Vec<u8>>,
+    done: bool,
+}
+
+impl State {
+    fn notification(&self, method: &str, mut params: Map<String, Value>) -> Vec<u8> {
+        params.insert(
+            "_meta".to_owned(),
+            json!({ mcp_types::meta_keys::SUBSCRIPTION_ID: self.id.to_value() }),
+        );
+        let mut out = Vec::with_capacity(128);
+        mcp_jsonrpc::write_notification(&mut out, method, &params)
+            .expect("notification serializes");
+        out
+    }
+
+    fn render(&self, event: &HubEvent) -> Option<Vec<u8>> {
+        let f = &self.filter;
+        match event {
+            HubEvent::ToolsChanged if f.tools_list_changed == Some(true) => {
+                Some(self.notification("notifications/tools/list_changed", Map::new()))
+            }
+            HubEvent::PromptsChanged if f.prompts_list_changed == Some(true) => {
+                Some(self.notification("notifications/prompts/list_changed", Map::new()))
+            }
+            HubEvent::ResourcesChanged if f.resources_list_changed == Some(true) => {
+                Some(self.notification("notifications/resources/list_changed", Map::new()))
+            }
+            HubEvent::ResourceUpdated(uri) if self.subscribed_to(uri) => {
+                let mut params = Map::new();
+                params.insert("uri".to_owned(), Value::from(&**uri));
+                Some(self.notification("notifications/resources/updated", params))
+            }
+            _ => None,
+        }
+    }
+
+    /// After lost events, the best that can be said honestly is "lists may have changed".
+    fn render_resync(&self) -> Option<Vec<u8>> {
+        let f = &self.filter;
+        if f.tools_list_changed == Some(true) {
+            return self.render(&HubEvent::ToolsChanged);
+        }
+        if f.resources_list_changed == Some(true) {
+            return self.render(&HubEvent::ResourcesChanged);
+        }
+        if f.prompts_list_changed == Some(true) {
+            return self.render(&HubEvent::PromptsChanged);
+        }
+        None
+    }
+
+    /// spec 2026-07-28 subscriptions: an update may name a sub-resource of a subscribed URI.
+    fn subscribed_to(&self, uri: &str) -> bool {
+        self.filter
+            .resource_subscriptions
+            .as_ref()
+            .is_some_and(|subs| {
+                subs.iter().any(|s| {
+                    uri == s
+                        || (uri.starts_with(s.as_str())
+                            && (s.ends_with('/') || uri[s.len()..].starts_with('/')))
+                })
+            })
+    }
+
+    fn final_result(&self) -> Vec<u8> {
+        let result = json!({
+            "resultType": "complete",
+            "_meta": {
+                mcp_types::meta_keys::SUBSCRIPTION_ID: self.id.to_value(),
+                mcp_types::meta_keys::SERVER_INFO: &self.server_info,
+            }
+        });
+        let mut out = Vec::with_capacity(160);
+        mcp_jsonrpc::write_result(&mut out, &self.id, &result).expect("result serializes");
+        out
+    }
+}

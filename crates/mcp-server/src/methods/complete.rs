@@ -1,0 +1,93 @@
+//! `completion/complete`.
+
+use mcp_jsonrpc::ErrorObject;
+use mcp_types::{
+    CompleteRequestParams, CompleteResult, Completion, CompletionReference, ResultType,
+};
+
+use crate::Server;
+use crate::context::{Mrtr, RequestContext};
+use crate::error::HandlerError;
+use crate::registry::Registry;
+use crate::router::{Outcome, Prepared, ReplyMessage, RequestIo, error_reply};
+
+/// spec 2026-07-28 server/utilities/completion: at most 100 values per response.
+const MAX_VALUES: usize = 100;
+
+impl Server {
+    pub(crate) async fn complete(
+        &self,
+        req: Prepared<'_>,
+        registry: &Registry,
+        io: RequestIo<'_>,
+    ) -> ReplyMessage {
+        let params: CompleteRequestParams = match super::params(&req) {
+            Ok(p) => p,
+            Err(e) => return error_reply(Some(&req.id), &e, false),
+        };
+        let known = match &params.r#ref {
+            CompletionReference::Prompt(p) => registry.prompts.contains_key(&p.name),
+            CompletionReference::Resource(r) => {
+                registry
+                    .templates
+                    .iter()
+                    .any(|t| t.def.uri_template == r.uri)
+                    || registry.resources.contains_key(&r.uri)
+            }
+        };
+        if !known {
+            let e = ErrorObject::invalid_params(
+                "the completion ref names no prompt or resource template of this server",
+            );
+            return error_reply(Some(&req.id), &e, false);
+        }
+        let Some(handler) = registry.completion.clone() else {
+            return error_reply(
+                Some(&req.id),
+                &ErrorObject::method_not_found("completion/complete"),
+                true,
+            );
+        };
+        let ctx = RequestContext::new(
+            req.id.clone(),
+            "completion/complete",
+            req.meta.clone(),
+            io.principal.clone(),
+            io.cancel.clone(),
+            io.sink.clone(),
+            self.clone(),
+            Mrtr::default(),
+        );
+        match Self::guarded(handler.complete(ctx, params), "completion").await {
+            Err(e) => error_reply(Some(&req.id), &e, false),
+            Ok(Ok(mut c)) => {
+                if c.values.len() > MAX_VALUES {
+                    c.total.get_or_insert(c.values.len() as u64);
+                    c.values.truncate(MAX_VALUES);
+                    c.has_more = Some(true);
+                }
+                let result = CompleteResult {
+                    result_type: ResultType::Complete,
+                    completion: Completion {
+                        values: c.values,
+                        total: c.total,
+                        has_more: c.has_more,
+                    },
+                    meta: Some(self.result_meta()),
+                };
+                self.result_reply(&req.id, &result, Outcome::Success)
+            }
+            Ok(Err(HandlerError::Failed(m))) => {
+                error_reply(Some(&req.id), &ErrorObject::internal_error(m), false)
+            }
+            Ok(Err(HandlerError::Protocol(e))) => error_reply(Some(&req.id), &e, false),
+            // spec 2026-07-28 MRTR: input_required is only for tools/call, resources/read and
+            // prompts/get.
+            Ok(Err(HandlerError::InputRequired(_))) => error_reply(
+                Some(&req.id),
+                &ErrorObject::internal_error("completion handlers cannot ask for input"),
+                false,
+            ),
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! `subscriptions/listen`.
+
+use mcp_types::{SubscriptionFilter, SubscriptionsListenRequestParams};
+
+use crate::Server;
+use crate::hub::ListenStream;
+use crate::registry::Registry;
+use crate::router::{Prepared, Reply, RequestIo, error_reply};
+
+impl Server {
+    pub(crate) fn listen(
+        &self,
+        req: Prepared<'_>,
+        registry: &Registry,
+        io: RequestIo<'_>,
+    ) -> Reply {
+        let params: SubscriptionsListenRequestParams = match super::params(&req) {
+            Ok(p) => p,
+            Err(e) => return Reply::Message(error_reply(Some(&req.id), &e, false)),
+        };
+        // spec 2026-07-28 subscriptions: acknowledge the subset this server honours; a type whose
+        // capability is not advertised is omitted, and `false` means "not subscribed".
+        let asked = params.notifications;
+        let honoured = SubscriptionFilter {
+            tools_list_changed: (asked.tools_list_changed == Some(true) && registry.has_tools())
+                .then_some(true),
+            prompts_list_changed: (asked.prompts_list_changed == Some(true)
+                && registry.has_prompts())
+            .then_some(true),
+            resources_list_changed: (asked.resources_list_changed == Some(true)
+                && registry.has_resources())
+            .then_some(true),
+            resource_subscriptions: asked
+                .resource_subscriptions
+                .filter(|_| registry.has_resources()),
+        };
+        let events = self.inner.hub.subscribe();
+        Reply::Listen(ListenStream::new(
+            req.id,
+            honoured,
+            events,
+            io.close,
+            self.inner.info.clone(),
+        ))
+    }
+}

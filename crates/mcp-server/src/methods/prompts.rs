@@ -1,0 +1,82 @@
+//! `prompts/get`.
+
+use mcp_jsonrpc::ErrorObject;
+use mcp_types::{GetPromptRequestParams, JsonObject, ResultType};
+use serde_json::Value;
+
+use crate::Server;
+use crate::context::RequestContext;
+use crate::error::HandlerError;
+use crate::mrtr::{Binding, state_error};
+use crate::registry::Registry;
+use crate::router::{Outcome, Prepared, ReplyMessage, RequestIo, error_reply};
+
+impl Server {
+    pub(crate) async fn get_prompt(
+        &self,
+        req: Prepared<'_>,
+        registry: &Registry,
+        io: RequestIo<'_>,
+    ) -> ReplyMessage {
+        let params: GetPromptRequestParams = match super::params(&req) {
+            Ok(p) => p,
+            Err(e) => return error_reply(Some(&req.id), &e, false),
+        };
+        let Some(prompt) = registry.prompts.get(&params.name).cloned() else {
+            let e = ErrorObject::invalid_params(format_args!("Unknown prompt: {}", params.name));
+            return error_reply(Some(&req.id), &e, false);
+        };
+        let arguments = params.arguments.unwrap_or_default();
+        // spec 2026-07-28 server/prompts: a missing required argument is -32602.
+        for arg in prompt.def.arguments.iter().flatten() {
+            if arg.required == Some(true) && !arguments.contains_key(&arg.name) {
+                let e = ErrorObject::invalid_params(format_args!(
+                    "Missing required argument {:?} for prompt {}",
+                    arg.name, params.name
+                ));
+                return error_reply(Some(&req.id), &e, false);
+            }
+        }
+        let mut salient = JsonObject::new();
+        salient.insert("name".to_owned(), Value::String(params.name.clone()));
+        salient.insert(
+            "arguments".to_owned(),
+            serde_json::to_value(&arguments).unwrap_or_default(),
+        );
+        let binding = Binding::new("prompts/get", &salient, &io.principal);
+        let mrtr = match self.open_round(
+            &binding,
+            params.input_responses,
+            params.request_state.as_deref(),
+        ) {
+            Ok(m) => m,
+            Err(e) => return error_reply(Some(&req.id), &state_error(e), false),
+        };
+        let ctx = RequestContext::new(
+            req.id.clone(),
+            "prompts/get",
+            req.meta.clone(),
+            io.principal.clone(),
+            io.cancel.clone(),
+            io.sink.clone(),
+            self.clone(),
+            mrtr,
+        );
+        match Self::guarded(prompt.handler.get(ctx, arguments), "prompt").await {
+            Err(e) => error_reply(Some(&req.id), &e, false),
+            Ok(Ok(mut result)) => {
+                result.result_type = ResultType::Complete;
+                result.meta.get_or_insert_with(Default::default).server_info =
+                    Some(self.inner.info.clone());
+                self.result_reply(&req.id, &result, Outcome::Success)
+            }
+            Ok(Err(HandlerError::Failed(m))) => {
+                error_reply(Some(&req.id), &ErrorObject::internal_error(m), false)
+            }
+            Ok(Err(HandlerError::Protocol(e))) => error_reply(Some(&req.id), &e, false),
+            Ok(Err(HandlerError::InputRequired(input))) => {
+                self.input_required_reply(&req.id, &binding, *input)
+            }
+        }
+    }
+}

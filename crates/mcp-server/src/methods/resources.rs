@@ -1,0 +1,80 @@
+//! `resources/read`.
+
+use mcp_jsonrpc::ErrorObject;
+use mcp_types::{JsonObject, ReadResourceRequestParams, ReadResourceResult, ResultType};
+use serde_json::Value;
+
+use crate::Server;
+use crate::context::RequestContext;
+use crate::error::{HandlerError, resource_not_found};
+use crate::mrtr::{Binding, state_error};
+use crate::registry::Registry;
+use crate::router::{Outcome, Prepared, ReplyMessage, RequestIo, error_reply};
+
+impl Server {
+    pub(crate) async fn read_resource(
+        &self,
+        req: Prepared<'_>,
+        registry: &Registry,
+        io: RequestIo<'_>,
+    ) -> ReplyMessage {
+        let params: ReadResourceRequestParams = match super::params(&req) {
+            Ok(p) => p,
+            Err(e) => return error_reply(Some(&req.id), &e, false),
+        };
+        // spec 2026-07-28 server/resources (SEP-2164): a missing resource is -32602 with data.uri.
+        let Some((handler, vars)) = registry.find_resource(&params.uri) else {
+            return error_reply(Some(&req.id), &resource_not_found(&params.uri), false);
+        };
+        let mut salient = JsonObject::new();
+        salient.insert("uri".to_owned(), Value::String(params.uri.clone()));
+        let binding = Binding::new("resources/read", &salient, &io.principal);
+        let mrtr = match self.open_round(
+            &binding,
+            params.input_responses,
+            params.request_state.as_deref(),
+        ) {
+            Ok(m) => m,
+            Err(e) => return error_reply(Some(&req.id), &state_error(e), false),
+        };
+        let ctx = RequestContext::new(
+            req.id.clone(),
+            "resources/read",
+            req.meta.clone(),
+            io.principal.clone(),
+            io.cancel.clone(),
+            io.sink.clone(),
+            self.clone(),
+            mrtr,
+        );
+        let outcome = Self::guarded(handler.read(ctx, params.uri.clone(), vars), "resource").await;
+        match outcome {
+            Err(e) => error_reply(Some(&req.id), &e, false),
+            Ok(Ok(contents)) if contents.is_empty() => {
+                // Never an empty `contents` for a missing resource.
+                error_reply(Some(&req.id), &resource_not_found(&params.uri), false)
+            }
+            Ok(Ok(contents)) => {
+                let result = ReadResourceResult {
+                    result_type: ResultType::Complete,
+                    contents,
+                    ttl_ms: Some(millis(self.inner.config.read_ttl)),
+                    cache_scope: Some(self.inner.config.cache_scope),
+                    meta: Some(self.result_meta()),
+                };
+                self.result_reply(&req.id, &result, Outcome::Success)
+            }
+            Ok(Err(HandlerError::Failed(m))) => {
+                error_reply(Some(&req.id), &ErrorObject::internal_error(m), false)
+            }
+            Ok(Err(HandlerError::Protocol(e))) => error_reply(Some(&req.id), &e, false),
+            Ok(Err(HandlerError::InputRequired(input))) => {
+                self.input_required_reply(&req.id, &binding, *input)
+            }
+        }
+    }
+}
+
+pub(crate) fn millis(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}

@@ -1,0 +1,128 @@
+//! `tools/call`.
+
+use mcp_jsonrpc::ErrorObject;
+use mcp_types::{CallToolRequestParams, CallToolResult, JsonObject, ResultType};
+use serde_json::Value;
+
+use crate::Server;
+use crate::context::RequestContext;
+use crate::error::HandlerError;
+use crate::mrtr::{Binding, StateError, state_error};
+use crate::registry::Registry;
+use crate::router::{Outcome, Prepared, ReplyMessage, RequestIo, error_reply};
+
+impl Server {
+    pub(crate) async fn call_tool(
+        &self,
+        req: Prepared<'_>,
+        registry: &Registry,
+        io: RequestIo<'_>,
+    ) -> ReplyMessage {
+        let params: CallToolRequestParams = match super::params(&req) {
+            Ok(p) => p,
+            Err(e) => return error_reply(Some(&req.id), &e, false),
+        };
+        let Some(tool) = registry.tools.get(&params.name).cloned() else {
+            let e = ErrorObject::invalid_params(format_args!("Unknown tool: {}", params.name));
+            return error_reply(Some(&req.id), &e, false);
+        };
+        if let Some(guard) = io.guard
+            && let Err(e) = guard.check(&tool.param_headers, params.arguments.as_ref())
+        {
+            return error_reply(Some(&req.id), &e, false);
+        }
+
+        let arguments = params.arguments.unwrap_or_default();
+        let mut salient = JsonObject::new();
+        salient.insert("name".to_owned(), Value::String(params.name.clone()));
+        salient.insert("arguments".to_owned(), Value::Object(arguments.clone()));
+        let binding = Binding::new("tools/call", &salient, &io.principal);
+        let mrtr = match self.open_round(
+            &binding,
+            params.input_responses,
+            params.request_state.as_deref(),
+        ) {
+            Ok(m) => m,
+            // spec 2026-07-28 server/tools (DIGEST §8.1): an expired state handle is reported to the
+            // model as a tool error, so it can simply call the tool again.
+            Err(StateError::Expired) => {
+                let result = CallToolResult::error(
+                    "The confirmation for this call expired before it was answered; call the tool again.",
+                );
+                return self.tool_reply(&req, result, Outcome::ToolError);
+            }
+            Err(e) => return error_reply(Some(&req.id), &state_error(e), false),
+        };
+
+        // SEP-1303: arguments that fail the input schema are a tool execution error the model can
+        // read and correct, with the failing path named.
+        let args_value = Value::Object(arguments);
+        if let Err(why) = tool.input.validate(&args_value) {
+            let result =
+                CallToolResult::error(format!("Invalid arguments for tool {}: {why}", params.name));
+            return self.tool_reply(&req, result, Outcome::ToolError);
+        }
+        let Value::Object(arguments) = args_value else {
+            unreachable!("built from an object above")
+        };
+
+        let ctx = RequestContext::new(
+            req.id.clone(),
+            "tools/call",
+            req.meta.clone(),
+            io.principal.clone(),
+            io.cancel.clone(),
+            io.sink.clone(),
+            self.clone(),
+            mrtr,
+        );
+        let outcome = Self::guarded(tool.handler.call(ctx, arguments), "tool").await;
+        match outcome {
+            Err(e) => error_reply(Some(&req.id), &e, false),
+            Ok(Ok(result)) => {
+                let is_error = result.is_error == Some(true);
+                if !is_error && let Some(schema) = &tool.output {
+                    // spec 2026-07-28 server/tools: with an outputSchema the server MUST return
+                    // conforming structuredContent; a handler that does not is a server fault.
+                    let problem = match &result.structured_content {
+                        None => Some("no structuredContent".to_owned()),
+                        Some(v) => schema.validate(v).err(),
+                    };
+                    if let Some(problem) = problem {
+                        tracing::error!(tool = %params.name, %problem, "tool result does not match its outputSchema");
+                        let e = ErrorObject::internal_error(format_args!(
+                            "tool {} returned a result that does not match its outputSchema",
+                            params.name
+                        ));
+                        return error_reply(Some(&req.id), &e, false);
+                    }
+                }
+                let outcome = if is_error {
+                    Outcome::ToolError
+                } else {
+                    Outcome::Success
+                };
+                self.tool_reply(&req, result, outcome)
+            }
+            Ok(Err(HandlerError::Failed(message))) => {
+                self.tool_reply(&req, CallToolResult::error(message), Outcome::ToolError)
+            }
+            Ok(Err(HandlerError::Protocol(e))) => error_reply(Some(&req.id), &e, false),
+            Ok(Err(HandlerError::InputRequired(input))) => {
+                self.input_required_reply(&req.id, &binding, *input)
+            }
+        }
+    }
+
+    fn tool_reply(
+        &self,
+        req: &Prepared<'_>,
+        mut result: CallToolResult,
+        outcome: Outcome,
+    ) -> ReplyMessage {
+        result.result_type = ResultType::Complete;
+        result.meta.get_or_insert_with(Default::default).server_info =
+            Some(self.inner.info.clone());
+        self.result_reply(&req.id, &result, outcome)
+    }
+}

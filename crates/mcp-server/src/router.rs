@@ -1,0 +1,343 @@
+//! The request pipeline: decode -> check `_meta` -> route -> validate -> call -> encode.
+//!
+//! [`Server::prepare`] runs the transport-independent checks that come before a transport's own
+//! (HTTP compares headers with the body between the two), and [`Server::dispatch`] runs the rest.
+//! The order follows spec 2026-07-28 (DIGEST §16.4): JSON parse, JSON-RPC shape, `_meta`, [headers],
+//! protocol version, method, params, [`Mcp-Param-*`], client capabilities.
+
+use std::borrow::Cow;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures_util::FutureExt as _;
+use mcp_jsonrpc::{ErrorObject, Id, Message, Notification, RawValue};
+use mcp_types::{JsonObject, RequestMeta};
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::context::NotificationSink;
+use crate::hub::ListenStream;
+use crate::{Principal, Server};
+
+/// A request whose envelope and `_meta` have been checked, ready for [`Server::dispatch`].
+#[derive(Debug)]
+pub struct Prepared<'a> {
+    /// The request id.
+    pub id: Id,
+    /// The method name.
+    pub method: Cow<'a, str>,
+    /// The raw params object.
+    pub params: Option<Cow<'a, RawValue>>,
+    /// The decoded `_meta`, with both required keys present.
+    pub meta: RequestMeta,
+}
+
+impl Prepared<'_> {
+    /// Copies the borrowed parts so the request can outlive the buffer it was decoded from.
+    pub fn into_owned(self) -> Prepared<'static> {
+        Prepared {
+            id: self.id,
+            method: Cow::Owned(self.method.into_owned()),
+            params: self.params.map(|p| Cow::Owned(p.into_owned())),
+            meta: self.meta,
+        }
+    }
+
+    /// Whether the request may get notifications before its result (it carries a `progressToken` or
+    /// a `logLevel`), or is a listen stream. HTTP answers those with SSE and everything else with JSON.
+    pub fn wants_stream(&self) -> bool {
+        self.meta.progress_token.is_some()
+            || self.meta.log_level.is_some()
+            || self.method == "subscriptions/listen"
+    }
+
+    /// The protocol version the request names.
+    pub fn protocol_version(&self) -> &str {
+        self.meta.protocol_version.as_deref().unwrap_or_default()
+    }
+}
+
+/// What [`Server::prepare`] made of one incoming message.
+///
+/// It is matched right away, once per message, so the size of `Prepared` costs nothing, while boxing
+/// it would cost an allocation per request.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Incoming<'a> {
+    /// A request to dispatch.
+    Request(Prepared<'a>),
+    /// A notification; the server never answers these.
+    Notification(Notification<'a>),
+    /// A JSON-RPC response sent by the client. Clients never send responses in 2026-07-28.
+    Response,
+    /// A message refused before dispatch; send this error.
+    Rejected(ReplyMessage),
+}
+
+/// How a reply ended, for transports (HTTP maps it to a status) and for logs and metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// A normal result.
+    Success,
+    /// A `tools/call` result with `isError: true`.
+    ToolError,
+    /// An `input_required` result.
+    InputRequired,
+    /// A JSON-RPC error response.
+    Error {
+        /// The error code.
+        code: i64,
+        /// Whether the request was refused before any method ran (a malformed envelope or `_meta`).
+        /// Over HTTP such a -32602 is a 400, while a -32602 from a method is answered in band.
+        rejected: bool,
+    },
+}
+
+/// One complete JSON-RPC response, encoded.
+#[derive(Debug)]
+pub struct ReplyMessage {
+    /// The response, compact JSON without a trailing newline.
+    pub body: Vec<u8>,
+    /// How it ended.
+    pub outcome: Outcome,
+}
+
+/// What [`Server::dispatch`] produced.
+#[derive(Debug)]
+pub enum Reply {
+    /// The single response to the request.
+    Message(ReplyMessage),
+    /// A `subscriptions/listen` stream.
+    Listen(ListenStream),
+}
+
+/// Checks a `tools/call` against transport-specific rules once the tool is known (HTTP uses this
+/// for `Mcp-Param-*` headers, DIGEST §16.6).
+pub trait ToolCallGuard: Send + Sync {
+    /// Returns the error to answer with, if the call must be refused.
+    fn check(
+        &self,
+        param_headers: &[mcp_types::ParamHeader],
+        arguments: Option<&JsonObject>,
+    ) -> Result<(), ErrorObject>;
+}
+
+/// What the transport supplies for one request.
+pub struct RequestIo<'a> {
+    /// Who is calling.
+    pub principal: Principal,
+    /// Fired when the client cancels the request; handlers observe it.
+    pub cancel: CancellationToken,
+    /// Where progress and log notifications go; `None` drops them (an HTTP JSON response).
+    pub sink: Option<Arc<dyn NotificationSink>>,
+    /// Transport checks for `tools/call`.
+    pub guard: Option<&'a dyn ToolCallGuard>,
+    /// Ends listen streams gracefully (transport or server shutdown).
+    pub close: CancellationToken,
+}
+
+impl std::fmt::Debug for RequestIo<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestIo")
+            .field("principal", &self.principal)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RequestIo<'_> {
+    /// I/O for a caller that wants no notifications, with fresh tokens tied to `server`'s shutdown.
+    pub fn plain(server: &Server) -> RequestIo<'static> {
+        RequestIo {
+            principal: Principal::anonymous(),
+            cancel: CancellationToken::new(),
+            sink: None,
+            guard: None,
+            close: server.shutdown_token().child_token(),
+        }
+    }
+}
+
+pub(crate) fn error_reply(id: Option<&Id>, error: &ErrorObject, rejected: bool) -> ReplyMessage {
+    let mut body = Vec::with_capacity(96 + error.message.len());
+    mcp_jsonrpc::write_error(&mut body, id, error);
+    ReplyMessage {
+        body,
+        outcome: Outcome::Error {
+            code: error.code,
+            rejected,
+        },
+    }
+}
+
+#[derive(Deserialize)]
+struct MetaProbe<'a> {
+    #[serde(borrow, rename = "_meta", default)]
+    meta: Option<&'a RawValue>,
+    /// Only read for a legacy `initialize`, whose params carry the version at the top level.
+    #[serde(borrow, rename = "protocolVersion", default)]
+    protocol_version: Option<&'a RawValue>,
+}
+
+impl Server {
+    /// Decodes one message and checks its envelope and `_meta`.
+    pub fn prepare<'a>(&self, bytes: &'a [u8]) -> Incoming<'a> {
+        let request = match mcp_jsonrpc::decode(bytes) {
+            Err(e) => return Incoming::Rejected(error_reply(e.id.as_ref(), &e.error, true)),
+            Ok(Message::Notification(n)) => return Incoming::Notification(n),
+            Ok(Message::Response(_)) => return Incoming::Response,
+            Ok(Message::Request(r)) => r,
+        };
+        let reject = |e: ErrorObject| Incoming::Rejected(error_reply(Some(&request.id), &e, true));
+
+        let probe = match request.params {
+            None => MetaProbe {
+                meta: None,
+                protocol_version: None,
+            },
+            Some(raw) => match serde_json::from_str::<MetaProbe<'_>>(raw.get()) {
+                Ok(p) => p,
+                Err(e) => return reject(ErrorObject::invalid_params(e)),
+            },
+        };
+
+        let meta: Option<RequestMeta> = match probe.meta {
+            None => None,
+            Some(raw) => match serde_json::from_str(raw.get()) {
+                Ok(m) => Some(m),
+                Err(e) => return reject(ErrorObject::invalid_params(format_args!("_meta: {e}"))),
+            },
+        };
+
+        // spec 2026-07-28 (DIGEST §7.4): a legacy `initialize` has no modern `_meta`; answer with the
+        // versions we speak so an old client learns why, rather than with a bare -32602.
+        if request.method == "initialize"
+            && meta.as_ref().is_none_or(|m| m.protocol_version.is_none())
+        {
+            let requested = probe
+                .protocol_version
+                .and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
+                .unwrap_or_default();
+            return reject(ErrorObject::unsupported_protocol_version(
+                self.supported_versions(),
+                &requested,
+            ));
+        }
+
+        // spec 2026-07-28 basic (DIGEST §3): params._meta with protocolVersion and
+        // clientCapabilities is required on every request; clientInfo is not.
+        let Some(meta) = meta else {
+            let what = if request.params.is_none() {
+                "missing params (every request needs params._meta)"
+            } else {
+                "missing params._meta"
+            };
+            return reject(ErrorObject::invalid_params(what));
+        };
+        let missing: Vec<&str> = [
+            (
+                meta.protocol_version.is_none(),
+                mcp_types::meta_keys::PROTOCOL_VERSION,
+            ),
+            (
+                meta.client_capabilities.is_none(),
+                mcp_types::meta_keys::CLIENT_CAPABILITIES,
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(absent, key)| absent.then_some(key))
+        .collect();
+        if !missing.is_empty() {
+            return reject(ErrorObject::invalid_params(format_args!(
+                "_meta is missing {}",
+                missing.join(" and ")
+            )));
+        }
+
+        Incoming::Request(Prepared {
+            id: request.id,
+            method: request.method,
+            params: request.params.map(Cow::Borrowed),
+            meta,
+        })
+    }
+
+    /// Serves a prepared request.
+    pub async fn dispatch(&self, req: Prepared<'_>, io: RequestIo<'_>) -> Reply {
+        let version = req.protocol_version();
+        if !self.supported_versions().contains(&version) {
+            let e = ErrorObject::unsupported_protocol_version(self.supported_versions(), version);
+            return Reply::Message(error_reply(Some(&req.id), &e, true));
+        }
+        let registry = self.inner.registry.load_full();
+        let method = req.method.as_ref();
+        let routed = match method {
+            "server/discover" => Some(self.discover(&req, &registry)),
+            "tools/list" if registry.has_tools() => Some(self.list_tools(&req, &registry)),
+            "resources/list" if registry.has_resources() => {
+                Some(self.list_resources(&req, &registry))
+            }
+            "resources/templates/list" if registry.has_resources() => {
+                Some(self.list_templates(&req, &registry))
+            }
+            "prompts/list" if registry.has_prompts() => Some(self.list_prompts(&req, &registry)),
+            _ => None,
+        };
+        if let Some(reply) = routed {
+            return Reply::Message(reply);
+        }
+        match method {
+            "tools/call" if registry.has_tools() => {
+                Reply::Message(self.call_tool(req, &registry, io).await)
+            }
+            "resources/read" if registry.has_resources() => {
+                Reply::Message(self.read_resource(req, &registry, io).await)
+            }
+            "prompts/get" if registry.has_prompts() => {
+                Reply::Message(self.get_prompt(req, &registry, io).await)
+            }
+            "completion/complete" if registry.has_completions() => {
+                Reply::Message(self.complete(req, &registry, io).await)
+            }
+            "subscriptions/listen" => self.listen(req, &registry, io),
+            // Unknown and removed methods (initialize with modern _meta, ping, logging/setLevel,
+            // resources/subscribe, resources/unsubscribe), and methods of capabilities this server
+            // does not advertise: spec 2026-07-28 (DIGEST §4.1, §4.5).
+            other => Reply::Message(error_reply(
+                Some(&req.id),
+                &ErrorObject::method_not_found(other),
+                true,
+            )),
+        }
+    }
+
+    /// Prepares and dispatches one message; `None` for messages that get no reply (notifications,
+    /// responses). A convenience for transports without checks of their own, and for tests.
+    pub async fn handle(&self, bytes: &[u8], io: RequestIo<'_>) -> Option<Reply> {
+        match self.prepare(bytes) {
+            Incoming::Request(req) => Some(self.dispatch(req, io).await),
+            Incoming::Rejected(reply) => Some(Reply::Message(reply)),
+            Incoming::Notification(_) | Incoming::Response => None,
+        }
+    }
+
+    /// Runs a handler future, turning a panic into -32603 for this request only.
+    pub(crate) async fn guarded<T>(
+        fut: impl std::future::Future<Output = T> + Send,
+        what: &str,
+    ) -> Result<T, ErrorObject> {
+        match AssertUnwindSafe(fut).catch_unwind().await {
+            Ok(v) => Ok(v),
+            Err(panic) => {
+                let msg = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".to_owned());
+                tracing::error!(handler = what, panic = %msg, "handler panicked");
+                Err(ErrorObject::internal_error(format_args!(
+                    "the {what} handler failed"
+                )))
+            }
+        }
+    }
+}

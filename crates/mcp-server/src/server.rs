@@ -1,0 +1,376 @@
+//! The server handle, its builder and its configuration.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use mcp_types::{CacheScope, Implementation, Prompt, Resource, ResourceTemplate, Tool};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use crate::BuildError;
+use crate::handler::{CompletionHandler, PromptHandler, ResourceHandler, ToolHandler};
+use crate::hub::HubEvent;
+use crate::mrtr::StateSealer;
+use crate::registry::{PromptEntry, Registry, ResourceEntry, ToolEntry};
+
+/// Protocol revisions this server speaks, newest first.
+pub const SUPPORTED_VERSIONS: &[&str] = &[mcp_types::LATEST_PROTOCOL_VERSION];
+
+/// Tunables with defaults that suit most servers.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Items per page of `tools/list`, `resources/list`, `resources/templates/list`, `prompts/list`.
+    pub page_size: usize,
+    /// `ttlMs` on `server/discover`.
+    pub discover_ttl: Duration,
+    /// `ttlMs` on list results.
+    pub list_ttl: Duration,
+    /// `ttlMs` on `resources/read` results.
+    pub read_ttl: Duration,
+    /// `cacheScope` on cacheable results: `private` whenever results depend on who asks.
+    pub cache_scope: CacheScope,
+    /// How long a sealed `requestState` stays valid.
+    pub state_ttl: Duration,
+    /// How many listen notifications may queue for a slow listener before it is told to re-list.
+    pub listen_buffer: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            page_size: 100,
+            discover_ttl: Duration::from_secs(3600),
+            list_ttl: Duration::from_secs(60),
+            read_ttl: Duration::from_secs(0),
+            cache_scope: CacheScope::Public,
+            state_ttl: Duration::from_secs(600),
+            listen_buffer: 256,
+        }
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) info: Implementation,
+    pub(crate) instructions: Option<String>,
+    pub(crate) config: ServerConfig,
+    pub(crate) registry: ArcSwap<Registry>,
+    /// Serializes registry writers; readers never take it.
+    write_lock: Mutex<()>,
+    pub(crate) hub: broadcast::Sender<HubEvent>,
+    pub(crate) sealer: StateSealer,
+    pub(crate) shutdown: CancellationToken,
+}
+
+/// A running MCP server: the shared registry plus everything a transport needs to serve requests.
+///
+/// Cloning is cheap and every clone is the same server. Transports (stdio here, Streamable HTTP in
+/// `mcp-http`) feed it messages; handlers reach it through [`RequestContext::server`].
+///
+/// [`RequestContext::server`]: crate::RequestContext::server
+#[derive(Clone)]
+pub struct Server {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("name", &self.inner.info.name)
+            .field("version", &self.inner.info.version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// Starts building a server that identifies itself as `name` `version`.
+    pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ServerBuilder {
+        ServerBuilder {
+            info: Implementation::new(name, version),
+            instructions: None,
+            config: ServerConfig::default(),
+            registry: Registry::default(),
+            state_key: None,
+            error: None,
+        }
+    }
+
+    /// The server's identity, sent as `serverInfo` in every result's `_meta`.
+    pub fn info(&self) -> &Implementation {
+        &self.inner.info
+    }
+
+    /// The configuration the server was built with.
+    pub fn config(&self) -> &ServerConfig {
+        &self.inner.config
+    }
+
+    /// The protocol versions this server accepts.
+    pub fn supported_versions(&self) -> &'static [&'static str] {
+        SUPPORTED_VERSIONS
+    }
+
+    /// The currently registered tools, in `tools/list` order.
+    pub fn tools(&self) -> Vec<Tool> {
+        self.inner
+            .registry
+            .load()
+            .tools
+            .values()
+            .map(|t| t.def().clone())
+            .collect()
+    }
+
+    /// Registers a tool at run time and tells listeners that the tool list changed.
+    pub fn add_tool(&self, tool: Tool, handler: impl ToolHandler) -> Result<(), BuildError> {
+        let entry = ToolEntry::new(tool, Arc::new(handler))?;
+        self.update(HubEvent::ToolsChanged, |r| r.add_tool(entry))
+    }
+
+    /// Removes a tool at run time; returns whether it existed.
+    pub fn remove_tool(&self, name: &str) -> bool {
+        self.update(HubEvent::ToolsChanged, |r| {
+            r.tools.remove(name).map(drop).ok_or(())
+        })
+        .is_ok()
+    }
+
+    /// Registers a resource at run time and tells listeners that the resource list changed.
+    pub fn add_resource(
+        &self,
+        resource: Resource,
+        handler: impl ResourceHandler,
+    ) -> Result<(), BuildError> {
+        let entry = ResourceEntry {
+            def: resource,
+            handler: Arc::new(handler),
+        };
+        self.update(HubEvent::ResourcesChanged, |r| r.add_resource(entry))
+    }
+
+    /// Removes a resource at run time; returns whether it existed.
+    pub fn remove_resource(&self, uri: &str) -> bool {
+        self.update(HubEvent::ResourcesChanged, |r| {
+            r.resources.remove(uri).map(drop).ok_or(())
+        })
+        .is_ok()
+    }
+
+    /// Registers a resource template at run time.
+    pub fn add_resource_template(
+        &self,
+        template: ResourceTemplate,
+        handler: impl ResourceHandler,
+    ) -> Result<(), BuildError> {
+        let handler: Arc<dyn ResourceHandler> = Arc::new(handler);
+        self.update(HubEvent::ResourcesChanged, |r| {
+            r.add_template(template, handler)
+        })
+    }
+
+    /// Registers a prompt at run time and tells listeners that the prompt list changed.
+    pub fn add_prompt(
+        &self,
+        prompt: Prompt,
+        handler: impl PromptHandler,
+    ) -> Result<(), BuildError> {
+        let entry = PromptEntry {
+            def: prompt,
+            handler: Arc::new(handler),
+        };
+        self.update(HubEvent::PromptsChanged, |r| r.add_prompt(entry))
+    }
+
+    /// Removes a prompt at run time; returns whether it existed.
+    pub fn remove_prompt(&self, name: &str) -> bool {
+        self.update(HubEvent::PromptsChanged, |r| {
+            r.prompts.remove(name).map(drop).ok_or(())
+        })
+        .is_ok()
+    }
+
+    /// Tells listeners subscribed to `uri`, or to a resource containing it, that it changed.
+    pub fn notify_resource_updated(&self, uri: &str) {
+        // No listeners is not an error.
+        let _ = self
+            .inner
+            .hub
+            .send(HubEvent::ResourceUpdated(Arc::from(uri)));
+    }
+
+    /// Ends every open `subscriptions/listen` stream with its graceful final result. Transports use
+    /// this on shutdown; requests in flight are not affected.
+    pub fn shutdown(&self) {
+        self.inner.shutdown.cancel();
+    }
+
+    /// A token cancelled by [`shutdown`](Self::shutdown).
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.inner.shutdown.clone()
+    }
+
+    fn update<E>(
+        &self,
+        event: HubEvent,
+        change: impl FnOnce(&mut Registry) -> Result<(), E>,
+    ) -> Result<(), E> {
+        {
+            let _guard = self.inner.write_lock.lock().expect("registry write lock");
+            let mut next = Registry::clone(&self.inner.registry.load());
+            change(&mut next)?;
+            self.inner.registry.store(Arc::new(next));
+        }
+        let _ = self.inner.hub.send(event);
+        Ok(())
+    }
+}
+
+/// Builds a [`Server`]. Registration errors are kept and reported by [`build`](Self::build), so
+/// registrations chain.
+pub struct ServerBuilder {
+    info: Implementation,
+    instructions: Option<String>,
+    config: ServerConfig,
+    registry: Registry,
+    state_key: Option<Vec<u8>>,
+    error: Option<BuildError>,
+}
+
+impl std::fmt::Debug for ServerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerBuilder")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerBuilder {
+    fn record(mut self, result: Result<(), BuildError>) -> Self {
+        if let Err(e) = result
+            && self.error.is_none()
+        {
+            self.error = Some(e);
+        }
+        self
+    }
+
+    /// Replaces the whole `serverInfo` (title, description, icons, website).
+    #[must_use]
+    pub fn info(mut self, info: Implementation) -> Self {
+        self.info = info;
+        self
+    }
+
+    /// Instructions for the model, returned by `server/discover`.
+    #[must_use]
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Replaces the configuration.
+    #[must_use]
+    pub fn config(mut self, config: ServerConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The key that seals `requestState` (at least 32 bytes). Instances behind one load balancer must
+    /// share it; without one, each process uses a random key.
+    #[must_use]
+    pub fn state_key(mut self, key: impl Into<Vec<u8>>) -> Self {
+        self.state_key = Some(key.into());
+        self
+    }
+
+    /// Advertises the `tools` capability even while no tool is registered.
+    #[must_use]
+    pub fn enable_tools(mut self) -> Self {
+        self.registry.enabled.tools = true;
+        self
+    }
+
+    /// Advertises the `resources` capability even while no resource is registered.
+    #[must_use]
+    pub fn enable_resources(mut self) -> Self {
+        self.registry.enabled.resources = true;
+        self
+    }
+
+    /// Advertises the `prompts` capability even while no prompt is registered.
+    #[must_use]
+    pub fn enable_prompts(mut self) -> Self {
+        self.registry.enabled.prompts = true;
+        self
+    }
+
+    /// Registers a tool with a hand-written definition. Its schemas are checked and compiled now.
+    #[must_use]
+    pub fn tool(mut self, tool: Tool, handler: impl ToolHandler) -> Self {
+        let result =
+            ToolEntry::new(tool, Arc::new(handler)).and_then(|e| self.registry.add_tool(e));
+        self.record(result)
+    }
+
+    /// Registers a fixed resource.
+    #[must_use]
+    pub fn resource(mut self, resource: Resource, handler: impl ResourceHandler) -> Self {
+        let result = self.registry.add_resource(ResourceEntry {
+            def: resource,
+            handler: Arc::new(handler),
+        });
+        self.record(result)
+    }
+
+    /// Registers a resource template; its handler serves every URI the template matches.
+    #[must_use]
+    pub fn resource_template(
+        mut self,
+        template: ResourceTemplate,
+        handler: impl ResourceHandler,
+    ) -> Self {
+        let result = self.registry.add_template(template, Arc::new(handler));
+        self.record(result)
+    }
+
+    /// Registers a prompt.
+    #[must_use]
+    pub fn prompt(mut self, prompt: Prompt, handler: impl PromptHandler) -> Self {
+        let result = self.registry.add_prompt(PromptEntry {
+            def: prompt,
+            handler: Arc::new(handler),
+        });
+        self.record(result)
+    }
+
+    /// Serves `completion/complete` and advertises the `completions` capability.
+    #[must_use]
+    pub fn completion(mut self, handler: impl CompletionHandler) -> Self {
+        self.registry.completion = Some(Arc::new(handler));
+        self
+    }
+
+    /// Builds the server, or reports the first registration error.
+    pub fn build(self) -> Result<Server, BuildError> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let sealer = match &self.state_key {
+            Some(key) => StateSealer::with_key(key, self.config.state_ttl)?,
+            None => StateSealer::random(self.config.state_ttl),
+        };
+        let (hub, _) = broadcast::channel(self.config.listen_buffer.max(1));
+        Ok(Server {
+            inner: Arc::new(Inner {
+                info: self.info,
+                instructions: self.instructions,
+                config: self.config,
+                registry: ArcSwap::from_pointee(self.registry),
+                write_lock: Mutex::new(()),
+                hub,
+                sealer,
+                shutdown: CancellationToken::new(),
+            }),
+        })
+    }
+}
