@@ -46,6 +46,8 @@ mod check;
 mod codec;
 pub mod headers;
 mod mirror;
+#[cfg(feature = "server")]
+pub mod server;
 pub mod sse;
 
 pub use check::{check_param_headers, check_standard_headers};

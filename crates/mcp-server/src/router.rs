@@ -261,12 +261,42 @@ impl Server {
         })
     }
 
-    /// Serves a prepared request.
-    pub async fn dispatch(&self, req: Prepared<'_>, io: RequestIo<'_>) -> Reply {
+    /// The checks that come before a method runs: the protocol version is supported (-32022) and
+    /// the method exists and its capability is advertised (-32601). [`dispatch`](Self::dispatch) runs
+    /// them too; a transport calls this first when it must know the outcome before it commits to a
+    /// response format (HTTP answers these with 400 and 404 even when it would stream).
+    pub fn precheck(&self, req: &Prepared<'_>) -> Option<ReplyMessage> {
         let version = req.protocol_version();
         if !self.supported_versions().contains(&version) {
             let e = ErrorObject::unsupported_protocol_version(self.supported_versions(), version);
-            return Reply::Message(error_reply(Some(&req.id), &e, true));
+            return Some(error_reply(Some(&req.id), &e, true));
+        }
+        let registry = self.inner.registry.load();
+        let known = match req.method.as_ref() {
+            "server/discover" | "subscriptions/listen" => true,
+            "tools/list" | "tools/call" => registry.has_tools(),
+            "resources/list" | "resources/templates/list" | "resources/read" => {
+                registry.has_resources()
+            }
+            "prompts/list" | "prompts/get" => registry.has_prompts(),
+            "completion/complete" => registry.has_completions(),
+            _ => false,
+        };
+        if known {
+            None
+        } else {
+            // Unknown and removed methods (initialize with modern _meta, ping, logging/setLevel,
+            // resources/subscribe, resources/unsubscribe), and methods of capabilities this server
+            // does not advertise: spec 2026-07-28 (DIGEST §4.1, §4.5).
+            let e = ErrorObject::method_not_found(&req.method);
+            Some(error_reply(Some(&req.id), &e, true))
+        }
+    }
+
+    /// Serves a prepared request.
+    pub async fn dispatch(&self, req: Prepared<'_>, io: RequestIo<'_>) -> Reply {
+        if let Some(reply) = self.precheck(&req) {
+            return Reply::Message(reply);
         }
         let registry = self.inner.registry.load_full();
         let method = req.method.as_ref();
@@ -299,9 +329,7 @@ impl Server {
                 Reply::Message(self.complete(req, &registry, io).await)
             }
             "subscriptions/listen" => self.listen(req, &registry, io),
-            // Unknown and removed methods (initialize with modern _meta, ping, logging/setLevel,
-            // resources/subscribe, resources/unsubscribe), and methods of capabilities this server
-            // does not advertise: spec 2026-07-28 (DIGEST §4.1, §4.5).
+            // The registry changed between the precheck and here.
             other => Reply::Message(error_reply(
                 Some(&req.id),
                 &ErrorObject::method_not_found(other),

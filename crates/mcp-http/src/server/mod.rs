@@ -1,0 +1,562 @@
+//! The Streamable HTTP server: a `tower::Service` over an `mcp_server::Server`.
+//!
+//! spec 2026-07-28 basic/transports/streamable-http (DIGEST §16): one endpoint, POST only; every POST
+//! carries one JSON-RPC message; a request is answered with `application/json` or with an SSE stream
+//! scoped to that request; notifications get 202. Validation runs in the order of DIGEST §16.4:
+//! Host/Origin (403), method (405), `Accept` (406), `Content-Type` (415), body size (413), JSON
+//! (-32700), JSON-RPC shape (-32600), `_meta` (-32602), standard headers (-32020), protocol version
+//! (-32022), method (-32601/404), params (-32602 in band), `Mcp-Param-*` (-32020), client
+//! capabilities (-32021).
+
+mod body;
+mod policy;
+mod serve;
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE, HOST, ORIGIN};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::BodyExt as _;
+use mcp_jsonrpc::{ErrorObject, Id};
+use mcp_server::{
+    Incoming, NotificationSink, Outcome, Prepared, Principal, Reply, ReplyMessage, RequestIo,
+    Server, ToolCallGuard,
+};
+use mcp_types::{JsonObject, ParamHeader};
+use serde::Deserialize;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+pub use body::McpBody;
+pub use policy::OriginPolicy;
+pub use serve::{ServeError, serve, serve_with_shutdown};
+
+use body::Event;
+
+/// The error type HTTP bodies are boxed into.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+use crate::headers::name_source;
+use crate::{check_param_headers, check_standard_headers};
+
+/// Settings of the HTTP endpoint.
+#[derive(Clone, Debug)]
+pub struct HttpConfig {
+    /// The endpoint path.
+    pub path: String,
+    /// The largest request body accepted, in bytes (413 beyond it).
+    pub max_body: usize,
+    /// How often an idle SSE stream gets a keep-alive comment line; zero disables them.
+    pub keep_alive: Duration,
+    /// Which `Host` and `Origin` values are accepted.
+    pub policy: OriginPolicy,
+    /// How many notifications may queue for a slow client on one streamed request before the
+    /// oldest advisory ones (progress, log) are dropped.
+    pub notification_buffer: usize,
+    /// How long in-flight requests may run after shutdown begins (used by [`serve`]).
+    pub drain: Duration,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            path: "/mcp".to_owned(),
+            max_body: 4 * 1024 * 1024,
+            keep_alive: Duration::from_secs(15),
+            policy: OriginPolicy::loopback(),
+            notification_buffer: 256,
+            drain: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The MCP endpoint as a `tower::Service`; mount it in axum with `Router::route_service`.
+///
+/// A principal placed in the request extensions by an auth layer in front of the service is the
+/// principal handlers see; without one, requests are anonymous.
+#[derive(Clone)]
+pub struct McpService {
+    inner: Arc<Shared>,
+}
+
+struct Shared {
+    server: Server,
+    config: HttpConfig,
+}
+
+impl std::fmt::Debug for McpService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpService")
+            .field("server", &self.inner.server)
+            .field("config", &self.inner.config)
+            .finish()
+    }
+}
+
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
+const EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
+
+impl McpService {
+    /// Serves `server` with `config`.
+    pub fn new(server: Server, config: HttpConfig) -> Self {
+        McpService {
+            inner: Arc::new(Shared { server, config }),
+        }
+    }
+
+    /// The server behind the endpoint.
+    pub fn server(&self) -> &Server {
+        &self.inner.server
+    }
+
+    /// The endpoint's settings.
+    pub fn config(&self) -> &HttpConfig {
+        &self.inner.config
+    }
+
+    /// Answers one HTTP request.
+    pub async fn handle<B>(&self, request: Request<B>) -> Response<McpBody>
+    where
+        B: http_body::Body<Data = Bytes>,
+        B::Error: Into<BoxError>,
+    {
+        let config = &self.inner.config;
+        let (parts, body) = request.into_parts();
+        if parts.uri.path() != config.path {
+            return plain(StatusCode::NOT_FOUND);
+        }
+        let host = parts
+            .headers
+            .get(HOST)
+            .and_then(|h| h.to_str().ok())
+            .or_else(|| parts.uri.authority().map(|a| a.as_str()));
+        let origin = parts.headers.get(ORIGIN).map(HeaderValue::as_bytes);
+        if let Err(why) = config.policy.check(host, origin) {
+            tracing::debug!(%why, "refused by the Host/Origin policy");
+            return http_error(StatusCode::FORBIDDEN, &why);
+        }
+        if parts.method != Method::POST {
+            let mut response = http_error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "this endpoint accepts only POST (no GET stream and no session to DELETE)",
+            );
+            response
+                .headers_mut()
+                .insert(ALLOW, HeaderValue::from_static("POST"));
+            return response;
+        }
+        if !accepts_both(&parts.headers) {
+            return http_error(
+                StatusCode::NOT_ACCEPTABLE,
+                "the Accept header must list both application/json and text/event-stream",
+            );
+        }
+        if !is_json(&parts.headers) {
+            return http_error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "the Content-Type must be application/json",
+            );
+        }
+        let too_large = || {
+            http_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("the request body exceeds {} bytes", config.max_body),
+            )
+        };
+        if let Some(len) = http_body::Body::size_hint(&body).exact()
+            && len > config.max_body as u64
+        {
+            return too_large();
+        }
+        let bytes = match http_body_util::Limited::new(body, config.max_body)
+            .collect()
+            .await
+        {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
+            Err(e) => {
+                return http_error(StatusCode::BAD_REQUEST, &format!("reading the body: {e}"));
+            }
+        };
+
+        let server = &self.inner.server;
+        let prepared = match server.prepare(&bytes) {
+            Incoming::Request(p) => p,
+            Incoming::Rejected(reply) => return json_reply(reply),
+            // spec 2026-07-28 streamable-http: an accepted notification gets 202 with no body.
+            Incoming::Notification(_) => return plain(StatusCode::ACCEPTED),
+            Incoming::Response => {
+                return http_error(
+                    StatusCode::BAD_REQUEST,
+                    "clients do not send JSON-RPC responses in 2026-07-28",
+                );
+            }
+        };
+
+        let name = name_in_body(&prepared);
+        if let Err(e) = check_standard_headers(
+            &prepared.method,
+            prepared.protocol_version(),
+            name.as_deref(),
+            &parts.headers,
+        ) {
+            return json_reply(reject(&prepared.id, &e));
+        }
+        if let Some(reply) = server.precheck(&prepared) {
+            return json_reply(reply);
+        }
+
+        let principal = parts
+            .extensions
+            .get::<Principal>()
+            .cloned()
+            .unwrap_or_default();
+        let close = server.shutdown_token().child_token();
+        if prepared.method == "subscriptions/listen" {
+            let io = RequestIo {
+                principal,
+                cancel: CancellationToken::new(),
+                sink: None,
+                guard: None,
+                close,
+            };
+            return match server.dispatch(prepared, io).await {
+                Reply::Listen(stream) => sse_response(McpBody::listen(stream, keep_alive(config))),
+                Reply::Message(m) => json_reply(m),
+            };
+        }
+        if prepared.wants_stream() {
+            return self
+                .streamed(prepared.into_owned(), parts.headers, principal, close)
+                .await;
+        }
+
+        // The plain JSON path runs the handler inline: no task, no channel. If the client goes away,
+        // the connection drops this future, and the guard fires the handler's cancellation token.
+        let cancel = CancellationToken::new();
+        let guard = ParamGuard(&parts.headers);
+        let io = RequestIo {
+            principal,
+            cancel: cancel.clone(),
+            sink: None,
+            guard: Some(&guard),
+            close,
+        };
+        let armed = cancel.drop_guard();
+        let reply = server.dispatch(prepared, io).await;
+        armed.disarm();
+        match reply {
+            Reply::Message(m) => json_reply(m),
+            Reply::Listen(_) => unreachable!("listen requests are served above"),
+        }
+    }
+
+    /// A request that may get notifications before its result (it carries a progress token or a
+    /// log level): the handler runs in its own task and its messages flow into an SSE body.
+    ///
+    /// The response is chosen by the first message: if the handler's first word is a rejection
+    /// with its own status (a -32020 for `Mcp-Param-*`, a -32021), the client gets that status and a
+    /// JSON body, as the spec requires; otherwise the stream starts.
+    async fn streamed(
+        &self,
+        prepared: Prepared<'static>,
+        headers: HeaderMap,
+        principal: Principal,
+        close: CancellationToken,
+    ) -> Response<McpBody> {
+        let config = &self.inner.config;
+        let (tx, mut rx) = mpsc::channel::<Event>(config.notification_buffer.max(1));
+        let cancel = CancellationToken::new();
+        let server = self.inner.server.clone();
+        let task_cancel = cancel.clone();
+        let sink = Arc::new(ChannelSink(tx.clone()));
+        tokio::spawn(async move {
+            let guard = OwnedParamGuard(headers);
+            let io = RequestIo {
+                principal,
+                cancel: task_cancel.clone(),
+                sink: Some(sink),
+                guard: Some(&guard),
+                close,
+            };
+            let reply = tokio::select! {
+                biased;
+                () = task_cancel.cancelled() => return,
+                reply = server.dispatch(prepared, io) => reply,
+            };
+            if let Reply::Message(m) = reply {
+                // The body may be gone already; then nobody is listening.
+                let _ = tx.send(Event::Final(m.body, m.outcome)).await;
+            }
+        });
+        // If the client leaves before the first message, this future is dropped: cancel the task.
+        let armed = cancel.drop_guard();
+        let Some(first) = rx.recv().await else {
+            return http_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the request ended without a response",
+            );
+        };
+        if let Event::Final(body, outcome) = first {
+            let status = status_for(outcome);
+            if status != StatusCode::OK {
+                return json_reply(ReplyMessage { body, outcome });
+            }
+            return sse_response(McpBody::events(
+                Event::Final(body, outcome),
+                rx,
+                keep_alive(config),
+                armed,
+            ));
+        }
+        sse_response(McpBody::events(first, rx, keep_alive(config), armed))
+    }
+}
+
+fn keep_alive(config: &HttpConfig) -> Option<Duration> {
+    Some(config.keep_alive).filter(|d| !d.is_zero())
+}
+
+/// Notifications of a streamed request. Progress and log messages are advisory: when a slow client
+/// lets the queue fill, they are dropped rather than buffered without bound.
+struct ChannelSink(mpsc::Sender<Event>);
+
+impl NotificationSink for ChannelSink {
+    fn send(&self, message: Vec<u8>) {
+        if self.0.try_send(Event::Notification(message)).is_err() {
+            tracing::debug!("SSE queue full or closed; dropped a notification");
+        }
+    }
+}
+
+struct ParamGuard<'h>(&'h HeaderMap);
+
+impl ToolCallGuard for ParamGuard<'_> {
+    fn check(
+        &self,
+        decls: &[ParamHeader],
+        arguments: Option<&JsonObject>,
+    ) -> Result<(), ErrorObject> {
+        check_param_headers(decls, arguments, self.0)
+    }
+}
+
+struct OwnedParamGuard(HeaderMap);
+
+impl ToolCallGuard for OwnedParamGuard {
+    fn check(
+        &self,
+        decls: &[ParamHeader],
+        arguments: Option<&JsonObject>,
+    ) -> Result<(), ErrorObject> {
+        check_param_headers(decls, arguments, &self.0)
+    }
+}
+
+/// `params.name` or `params.uri`, for the methods that carry `Mcp-Name`.
+fn name_in_body<'a>(prepared: &'a Prepared<'_>) -> Option<Cow<'a, str>> {
+    #[derive(Deserialize)]
+    struct Probe<'a> {
+        #[serde(borrow, default)]
+        name: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        uri: Option<Cow<'a, str>>,
+    }
+    let source = name_source(&prepared.method)?;
+    let probe: Probe<'_> = serde_json::from_str(prepared.params.as_deref()?.get()).ok()?;
+    if source == "uri" {
+        probe.uri
+    } else {
+        probe.name
+    }
+}
+
+/// The HTTP status of a JSON-RPC outcome (DIGEST §8).
+pub fn status_for(outcome: Outcome) -> StatusCode {
+    use mcp_jsonrpc::code;
+    match outcome {
+        Outcome::Success | Outcome::ToolError | Outcome::InputRequired => StatusCode::OK,
+        Outcome::Error { code, rejected } => match code {
+            code::PARSE_ERROR
+            | code::INVALID_REQUEST
+            | code::HEADER_MISMATCH
+            | code::MISSING_REQUIRED_CLIENT_CAPABILITY
+            | code::UNSUPPORTED_PROTOCOL_VERSION => StatusCode::BAD_REQUEST,
+            code::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+            // A missing `_meta` key is a 400; a -32602 from a method is answered in band.
+            code::INVALID_PARAMS if rejected => StatusCode::BAD_REQUEST,
+            _ => StatusCode::OK,
+        },
+    }
+}
+
+fn reject(id: &Id, error: &ErrorObject) -> ReplyMessage {
+    let mut body = Vec::with_capacity(128);
+    mcp_jsonrpc::write_error(&mut body, Some(id), error);
+    ReplyMessage {
+        body,
+        outcome: Outcome::Error {
+            code: error.code,
+            rejected: true,
+        },
+    }
+}
+
+fn json_reply(reply: ReplyMessage) -> Response<McpBody> {
+    let mut response = Response::new(McpBody::full(reply.body));
+    *response.status_mut() = status_for(reply.outcome);
+    response.headers_mut().insert(CONTENT_TYPE, JSON);
+    response
+}
+
+fn sse_response(body: McpBody) -> Response<McpBody> {
+    let mut response = Response::new(body);
+    let h = response.headers_mut();
+    h.insert(CONTENT_TYPE, EVENT_STREAM);
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // spec 2026-07-28 streamable-http: servers SHOULD set this so proxies do not buffer the stream.
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+fn plain(status: StatusCode) -> Response<McpBody> {
+    let mut response = Response::new(McpBody::empty());
+    *response.status_mut() = status;
+    response
+}
+
+/// An HTTP-level refusal, with a JSON-RPC error body without `id` (the message was not read).
+fn http_error(status: StatusCode, message: &str) -> Response<McpBody> {
+    let mut body = Vec::with_capacity(64 + message.len());
+    mcp_jsonrpc::write_error(&mut body, None, &ErrorObject::invalid_request(message));
+    let mut response = Response::new(McpBody::full(body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(CONTENT_TYPE, JSON);
+    response
+}
+
+/// spec 2026-07-28 streamable-http: the client MUST list both media types. Wildcards that cover a
+/// type count as listing it.
+fn accepts_both(headers: &HeaderMap) -> bool {
+    let (mut json, mut sse) = (false, false);
+    for value in headers.get_all(http::header::ACCEPT) {
+        let Ok(value) = value.to_str() else { continue };
+        for range in value.split(',') {
+            let media = range
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            match media.as_str() {
+                "*/*" => (json, sse) = (true, true),
+                "application/json" | "application/*" => json = true,
+                "text/event-stream" | "text/*" => sse = true,
+                _ => {}
+            }
+        }
+    }
+    json && sse
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
+}
+
+impl<B> tower_service::Service<Request<B>> for McpService
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    type Response = Response<McpBody>;
+    type Error = std::convert::Infallible;
+    type Future =
+        Pin<Box<dyn Future<Output = Result<Response<McpBody>, std::convert::Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let service = self.clone();
+        Box::pin(async move { Ok(service.handle(request).await) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(
+                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                HeaderValue::from_str(v).unwrap(),
+            );
+        }
+        h
+    }
+
+    #[test]
+    fn accept_needs_both_types() {
+        assert!(accepts_both(&headers(&[(
+            "accept",
+            "application/json, text/event-stream"
+        )])));
+        assert!(accepts_both(&headers(&[(
+            "accept",
+            "text/event-stream;q=0.9,application/json"
+        )])));
+        assert!(accepts_both(&headers(&[
+            ("accept", "application/json"),
+            ("accept", "text/event-stream")
+        ])));
+        assert!(accepts_both(&headers(&[("accept", "*/*")])));
+        assert!(!accepts_both(&headers(&[("accept", "application/json")])));
+        assert!(!accepts_both(&headers(&[("accept", "text/event-stream")])));
+        assert!(!accepts_both(&headers(&[])));
+    }
+
+    #[test]
+    fn content_type_must_be_json() {
+        assert!(is_json(&headers(&[("content-type", "application/json")])));
+        assert!(is_json(&headers(&[(
+            "content-type",
+            "Application/JSON; charset=utf-8"
+        )])));
+        assert!(!is_json(&headers(&[("content-type", "text/plain")])));
+        assert!(!is_json(&headers(&[])));
+    }
+
+    #[test]
+    fn statuses_follow_the_spec() {
+        use mcp_jsonrpc::code::*;
+        let e = |code, rejected| status_for(Outcome::Error { code, rejected });
+        assert_eq!(e(HEADER_MISMATCH, false), StatusCode::BAD_REQUEST);
+        assert_eq!(
+            e(MISSING_REQUIRED_CLIENT_CAPABILITY, false),
+            StatusCode::BAD_REQUEST
+        );
+        assert_eq!(
+            e(UNSUPPORTED_PROTOCOL_VERSION, true),
+            StatusCode::BAD_REQUEST
+        );
+        assert_eq!(e(METHOD_NOT_FOUND, true), StatusCode::NOT_FOUND);
+        assert_eq!(e(INVALID_PARAMS, true), StatusCode::BAD_REQUEST);
+        assert_eq!(e(INVALID_PARAMS, false), StatusCode::OK);
+        assert_eq!(e(INTERNAL_ERROR, false), StatusCode::OK);
+        assert_eq!(status_for(Outcome::ToolError), StatusCode::OK);
+    }
+}
