@@ -221,6 +221,15 @@ impl RequestContext {
         self.mrtr.answers.get(key)
     }
 
+    /// Sets aside the answer to input request `key`, so that the next `elicit`, `create_message`,
+    /// `list_roots` or `request_input` for it asks the client again; returns the answer set aside.
+    ///
+    /// This is how a handler that must know the server asked (see [`state_nonce`](Self::state_nonce))
+    /// refuses an answer that came without a verified `requestState`: it forgets it and asks.
+    pub fn forget_input(&mut self, key: &str) -> Option<Value> {
+        self.mrtr.answers.remove(key)
+    }
+
     /// Asks for input without stopping: returns the answer when there is one, and otherwise queues
     /// the request so that [`require_inputs`](Self::require_inputs) asks for all of them at once.
     ///
@@ -376,5 +385,53 @@ fn send<T: Serialize>(sink: &dyn NotificationSink, method: &str, params: &T) {
     let mut out = Vec::with_capacity(128);
     if mcp_jsonrpc::write_notification(&mut out, method, params).is_ok() {
         sink.send(out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_types::{ElicitRequestFormParams, RequestedSchema};
+
+    fn context(answers: JsonObject) -> RequestContext {
+        let server = Server::builder("t", "1")
+            .build()
+            .expect("empty server builds");
+        RequestContext::new(
+            Id::Int(1),
+            "tools/call",
+            RequestMeta::latest(ClientCapabilities::default().with_elicitation_form()),
+            Principal::anonymous(),
+            CancellationToken::new(),
+            None,
+            server,
+            Mrtr {
+                answers,
+                ..Mrtr::default()
+            },
+        )
+    }
+
+    #[test]
+    fn a_forgotten_answer_is_asked_for_again() {
+        let answer = json!({"action": "accept", "content": {"ok": true}});
+        let mut answers = JsonObject::new();
+        answers.insert("confirm".to_owned(), answer.clone());
+        let mut ctx = context(answers);
+        let form = || ElicitRequestFormParams::new("Please confirm", RequestedSchema::new());
+
+        // Without forgetting, the unsolicited answer is used as is.
+        assert!(ctx.elicit("confirm", form()).is_ok());
+
+        assert_eq!(ctx.forget_input("confirm"), Some(answer));
+        assert_eq!(ctx.forget_input("confirm"), None);
+        assert!(ctx.input_response("confirm").is_none());
+        match ctx.elicit("confirm", form()) {
+            Err(HandlerError::InputRequired(input)) => {
+                assert!(input.requests.contains_key("confirm"));
+                assert!(!input.answers.contains_key("confirm"));
+            }
+            other => panic!("expected input_required, got {other:?}"),
+        }
     }
 }

@@ -1,0 +1,15 @@
+//! Integration tests of the conformance fixture over stdio: each test starts the real
+//! `conformance-server --stdio` as a child process and talks MCP 2026-07-28 to it line by line.
+//!
+//! Every message the server writes is checked by the client helper against the invariants of the
+//! revision (JSON-RPC 2.0, no server requests, `resultType` and `serverInfo` on every result, a
+//! string or integer `id`), so each test also checks those for everything it provokes.
+
+mod client;
+mod envelope;
+mod framing;
+mod listen;
+mod mrtr;
+mod prompts;
+mod resources;
+mod tools;
