@@ -1,13 +1,14 @@
 //! `conformance-server`: the MCP conformance fixture (see `mcp_examples::conformance`).
 //!
-//! `conformance-server --stdio` serves it on stdin and stdout; logs go to stderr (`RUST_LOG` sets the
-//! filter). `--http ADDR` is accepted but not served yet: the Streamable HTTP transport is still being
-//! written.
+//! `conformance-server --stdio` serves it on stdin and stdout; `conformance-server --http ADDR` serves
+//! it over Streamable HTTP at `http://ADDR/mcp`, which is what the official suite drives. Logs go to
+//! stderr (`RUST_LOG` sets the filter).
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use clap::{ArgGroup, Parser};
+use mcp_http::server::{HttpConfig, McpService, OriginPolicy};
 use mcp_server::stdio::{self, StdioConfig};
 
 #[derive(Debug, Parser)]
@@ -21,7 +22,7 @@ struct Args {
     /// Serve on stdin and stdout, one JSON-RPC message per line.
     #[arg(long)]
     stdio: bool,
-    /// Serve Streamable HTTP on this address (not available yet).
+    /// Serve Streamable HTTP on this address, at the path `/mcp`.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
     /// The longest stdio message accepted, in bytes; longer lines are answered with an error.
@@ -41,14 +42,6 @@ fn main() -> ExitCode {
         )
         .init();
 
-    if let Some(addr) = args.http {
-        eprintln!(
-            "conformance-server: --http {addr} is not available yet (the Streamable HTTP transport \
-             is not finished); use --stdio"
-        );
-        return ExitCode::from(2);
-    }
-
     let server = match mcp_examples::conformance::build_server() {
         Ok(server) => server,
         Err(e) => {
@@ -66,6 +59,9 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(addr) = args.http {
+        return runtime.block_on(serve_http(server, addr, args.max_message));
+    }
     let config = StdioConfig {
         max_line: args.max_message.max(1),
         ..StdioConfig::default()
@@ -75,6 +71,29 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("conformance-server: stdio failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve_http(server: mcp_server::Server, addr: SocketAddr, max_body: usize) -> ExitCode {
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("conformance-server: cannot bind {addr}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let config = HttpConfig {
+        policy: OriginPolicy::for_bind(addr),
+        max_body: max_body.max(1),
+        ..HttpConfig::default()
+    };
+    tracing::info!(%addr, "serving Streamable HTTP at /mcp");
+    match mcp_http::server::serve(listener, McpService::new(server, config)).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("conformance-server: {e}");
             ExitCode::FAILURE
         }
     }
