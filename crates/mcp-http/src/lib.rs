@@ -12,7 +12,8 @@
 //!   ([`check_standard_headers`], [`check_param_headers`]);
 //! - Server-Sent Events framing ([`sse`]).
 //!
-//! The server (`server` feature) and the client transport (`client` feature) build on these.
+//! The server (`server` feature) and the client transport (`client` feature, [`client`]) build on
+//! these.
 //!
 //! ```
 //! use http::HeaderMap;
@@ -43,6 +44,8 @@
 //! ```
 
 mod check;
+#[cfg(feature = "client")]
+pub mod client;
 mod codec;
 pub mod headers;
 mod mirror;

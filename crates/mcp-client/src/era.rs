@@ -1,0 +1,389 @@
+//! Era detection: is the server modern (2026-07-28, stateless) or legacy (2025, `initialize`)?
+//!
+//! spec 2026-07-28 basic/versioning (DIGEST §7.2-7.3): the client tries modern first.
+//! - stdio: `server/discover`; a `DiscoverResult`, or a recognised modern error (-32020, -32021,
+//!   -32022), means modern; any other error, or no answer in time, means legacy. The fallback never
+//!   keys on one particular error code.
+//! - HTTP: a 400 with a modern error means modern (fix the request, never fall back); a 404 with a
+//!   -32601 body means a modern server lacking the method; a 400 without a modern error, or a 404 or
+//!   405 without a -32601 body, means legacy.
+//!
+//! The decision is cached per connection (stdio) and per origin (HTTP).
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use http::StatusCode;
+use mcp_http::client::HttpError;
+use mcp_jsonrpc::{ErrorObject, RawValue, code};
+use mcp_types::{
+    CacheScope, DiscoverResult, Implementation, ResultMeta, ResultType, ServerCapabilities,
+};
+use serde::Deserialize;
+
+use crate::Error;
+use crate::transport::Reply;
+
+/// The modern revisions this client speaks, preferred first.
+pub const MODERN_VERSIONS: &[&str] = &[mcp_types::LATEST_PROTOCOL_VERSION];
+
+/// The legacy revisions this client speaks, preferred first; it offers the first in `initialize`.
+pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+
+/// Which protocol era the server speaks, and the revision in use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Era {
+    /// 2026-07-28 or later: every request carries its own `_meta`.
+    Modern {
+        /// The revision named in every request.
+        version: &'static str,
+    },
+    /// 2025-11-25 or earlier: one `initialize` handshake, then a session.
+    Legacy {
+        /// The revision the server chose at `initialize`.
+        version: &'static str,
+    },
+}
+
+impl Era {
+    /// The revision in use.
+    pub fn version(&self) -> &'static str {
+        match self {
+            Era::Modern { version } | Era::Legacy { version } => version,
+        }
+    }
+
+    /// True for a legacy (handshake era) server.
+    pub fn is_legacy(&self) -> bool {
+        matches!(self, Era::Legacy { .. })
+    }
+}
+
+/// What one probe says.
+#[derive(Debug)]
+pub(crate) enum Verdict {
+    /// Modern, with the discover result when the probe returned one.
+    Modern {
+        version: &'static str,
+        discover: Option<DiscoverResult>,
+    },
+    /// Legacy: run `initialize`.
+    Legacy,
+    /// Neither: the probe failed in a way that decides nothing (connection refused, 401, 5xx, no
+    /// common version).
+    Fail(Error),
+}
+
+/// The first of our modern revisions that the server lists.
+pub(crate) fn pick_version(supported: &[String]) -> Option<&'static str> {
+    MODERN_VERSIONS
+        .iter()
+        .copied()
+        .find(|ours| supported.iter().any(|s| s == ours))
+}
+
+fn is_modern_error(error: &ErrorObject) -> bool {
+    matches!(
+        error.code,
+        code::HEADER_MISMATCH
+            | code::MISSING_REQUIRED_CLIENT_CAPABILITY
+            | code::UNSUPPORTED_PROTOCOL_VERSION
+    )
+}
+
+/// The verdict of a `server/discover` result.
+fn from_result(raw: &RawValue) -> Verdict {
+    match serde_json::from_str::<DiscoverResult>(raw.get()) {
+        Ok(discover) => match pick_version(&discover.supported_versions) {
+            Some(version) => Verdict::Modern {
+                version,
+                discover: Some(discover),
+            },
+            None => Verdict::Fail(Error::UnsupportedVersion {
+                supported: discover.supported_versions,
+                ours: MODERN_VERSIONS.to_vec(),
+            }),
+        },
+        // Something answered, but not with a DiscoverResult: not a modern server.
+        Err(_) => Verdict::Legacy,
+    }
+}
+
+/// The verdict of a recognised modern error.
+fn from_modern_error(error: ErrorObject) -> Verdict {
+    if error.code != code::UNSUPPORTED_PROTOCOL_VERSION {
+        // -32020 or -32021 on a discover: the server is modern, and the request was at fault.
+        return Verdict::Fail(Error::protocol("server/discover", error));
+    }
+    #[derive(Deserialize)]
+    struct Data {
+        #[serde(default)]
+        supported: Vec<String>,
+    }
+    let supported = error
+        .data
+        .as_ref()
+        .and_then(|d| Data::deserialize(d).ok())
+        .map(|d| d.supported)
+        .unwrap_or_default();
+    match pick_version(&supported) {
+        // spec: retry with a version from `supported`; ours is the only one we could have sent,
+        // so a -32022 naming it is contradictory, and the next request will show it.
+        Some(version) => Verdict::Modern {
+            version,
+            discover: None,
+        },
+        None => Verdict::Fail(Error::UnsupportedVersion {
+            supported,
+            ours: MODERN_VERSIONS.to_vec(),
+        }),
+    }
+}
+
+/// Classifies the answer to the stdio probe; `None` means no answer within the probe timeout.
+pub(crate) fn classify_stdio(answer: Option<Result<Reply, Error>>) -> Verdict {
+    match answer {
+        None => Verdict::Legacy,
+        Some(Err(e)) => Verdict::Fail(e),
+        Some(Ok(reply)) => match reply.outcome {
+            Ok(raw) => from_result(&raw),
+            Err(error) if is_modern_error(&error) => from_modern_error(error),
+            Err(_) => Verdict::Legacy,
+        },
+    }
+}
+
+/// Classifies the answer to the HTTP probe.
+pub(crate) fn classify_http(answer: Result<Reply, Error>) -> Verdict {
+    match answer {
+        Ok(reply) => {
+            let status = reply.status.unwrap_or(StatusCode::OK);
+            match reply.outcome {
+                Ok(raw) => from_result(&raw),
+                Err(error) if is_modern_error(&error) => from_modern_error(error),
+                // A modern server that lacks the method (server/discover is mandatory, but the
+                // server is modern all the same).
+                Err(error)
+                    if status == StatusCode::NOT_FOUND && error.code == code::METHOD_NOT_FOUND =>
+                {
+                    Verdict::Modern {
+                        version: MODERN_VERSIONS[0],
+                        discover: None,
+                    }
+                }
+                Err(_) => Verdict::Legacy,
+            }
+        }
+        Err(Error::Http(HttpError::Status { status, .. }))
+            if matches!(
+                status,
+                StatusCode::BAD_REQUEST | StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED
+            ) =>
+        {
+            Verdict::Legacy
+        }
+        // A body that is not JSON-RPC on a 2xx: not a modern server.
+        Err(Error::InvalidServerBehaviour(_)) => Verdict::Legacy,
+        Err(e) => Verdict::Fail(e),
+    }
+}
+
+/// The era decisions of HTTP origins in this process.
+fn origins() -> &'static Mutex<HashMap<String, Era>> {
+    static ORIGINS: OnceLock<Mutex<HashMap<String, Era>>> = OnceLock::new();
+    ORIGINS.get_or_init(Default::default)
+}
+
+pub(crate) fn cached_era(origin: &str) -> Option<Era> {
+    origins().lock().expect("era cache").get(origin).copied()
+}
+
+pub(crate) fn remember_era(origin: &str, era: Option<Era>) {
+    let mut map = origins().lock().expect("era cache");
+    match era {
+        Some(era) => map.insert(origin.to_owned(), era),
+        None => map.remove(origin),
+    };
+}
+
+/// The parameters of a legacy `initialize`.
+pub(crate) fn initialize_params(
+    info: &Implementation,
+    capabilities: &mcp_types::ClientCapabilities,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut params = serde_json::Map::new();
+    params.insert("protocolVersion".into(), LEGACY_VERSIONS[0].into());
+    params.insert(
+        "capabilities".into(),
+        serde_json::to_value(capabilities).expect("capabilities serialize"),
+    );
+    params.insert(
+        "clientInfo".into(),
+        serde_json::to_value(info).expect("an implementation serializes"),
+    );
+    params
+}
+
+/// Reads a legacy `InitializeResult` into the revision it chose and a `DiscoverResult` with the same
+/// information, so that `discover` works on both eras.
+pub(crate) fn from_initialize(raw: &RawValue) -> Result<(&'static str, DiscoverResult), Error> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct InitializeResult {
+        protocol_version: String,
+        #[serde(default)]
+        capabilities: ServerCapabilities,
+        server_info: Option<Implementation>,
+        instructions: Option<String>,
+    }
+    let init: InitializeResult =
+        serde_json::from_str(raw.get()).map_err(|e| Error::malformed("initialize", e))?;
+    let Some(version) = LEGACY_VERSIONS
+        .iter()
+        .copied()
+        .find(|v| *v == init.protocol_version)
+    else {
+        return Err(Error::UnsupportedVersion {
+            supported: vec![init.protocol_version],
+            ours: LEGACY_VERSIONS.to_vec(),
+        });
+    };
+    let discover = DiscoverResult {
+        result_type: ResultType::Complete,
+        supported_versions: vec![version.to_owned()],
+        capabilities: init.capabilities,
+        instructions: init.instructions,
+        // A legacy result has no cache hints: ttlMs absent means 0.
+        ttl_ms: None,
+        cache_scope: None::<CacheScope>,
+        meta: init.server_info.map(ResultMeta::server_info),
+    };
+    Ok((version, discover))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn reply(status: u16, body: serde_json::Value) -> Reply {
+        let outcome = match body.get("error") {
+            Some(e) => Err(serde_json::from_value(e.clone()).unwrap()),
+            None => Ok(serde_json::value::to_raw_value(&body["result"]).unwrap()),
+        };
+        Reply {
+            outcome,
+            status: Some(StatusCode::from_u16(status).unwrap()),
+        }
+    }
+
+    fn error(code: i64) -> serde_json::Value {
+        json!({"error": {"code": code, "message": "m", "data": {"supported": ["2026-07-28"], "requested": "x"}}})
+    }
+
+    fn discover() -> serde_json::Value {
+        json!({"result": {"resultType": "complete", "supportedVersions": ["2025-11-25", "2026-07-28"],
+                          "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "public"}})
+    }
+
+    fn is_modern(v: &Verdict) -> bool {
+        matches!(v, Verdict::Modern { version: "2026-07-28", .. })
+    }
+
+    #[test]
+    fn stdio_probe() {
+        assert!(is_modern(&classify_stdio(Some(Ok(reply(200, discover()))))));
+        assert!(is_modern(&classify_stdio(Some(Ok(reply(200, error(-32022)))))));
+        // Any other error, whatever its code, and silence mean legacy.
+        for code in [-32601, -32602, -32600, -32000, -32603] {
+            assert!(matches!(
+                classify_stdio(Some(Ok(reply(200, error(code))))),
+                Verdict::Legacy
+            ));
+        }
+        assert!(matches!(classify_stdio(None), Verdict::Legacy));
+        // A result that is not a DiscoverResult is not a modern answer.
+        assert!(matches!(
+            classify_stdio(Some(Ok(reply(200, json!({"result": {}}))))),
+            Verdict::Legacy
+        ));
+        // A transport failure decides nothing.
+        assert!(matches!(
+            classify_stdio(Some(Err(Error::disconnected("eof")))),
+            Verdict::Fail(_)
+        ));
+    }
+
+    #[test]
+    fn no_common_version_is_an_error_not_a_fallback() {
+        let v = classify_stdio(Some(Ok(reply(
+            400,
+            json!({"error": {"code": -32022, "message": "m", "data": {"supported": ["2027-01-01"], "requested": "2026-07-28"}}}),
+        ))));
+        assert!(matches!(v, Verdict::Fail(Error::UnsupportedVersion { .. })));
+    }
+
+    #[test]
+    fn http_probe() {
+        assert!(is_modern(&classify_http(Ok(reply(200, discover())))));
+        for code in [-32020, -32021] {
+            // Modern, but the request was at fault: surfaced, never a fallback.
+            assert!(matches!(
+                classify_http(Ok(reply(400, error(code)))),
+                Verdict::Fail(Error::Protocol { .. })
+            ));
+        }
+        assert!(is_modern(&classify_http(Ok(reply(400, error(-32022))))));
+        assert!(is_modern(&classify_http(Ok(reply(404, error(-32601))))));
+        // 400 with a non-modern error (a legacy "no session" -32000, or -32602) is legacy.
+        assert!(matches!(
+            classify_http(Ok(reply(400, error(-32000)))),
+            Verdict::Legacy
+        ));
+        assert!(matches!(
+            classify_http(Ok(reply(400, error(-32602)))),
+            Verdict::Legacy
+        ));
+        assert!(matches!(
+            classify_http(Ok(reply(405, error(-32000)))),
+            Verdict::Legacy
+        ));
+        for status in [400, 404, 405] {
+            let e = HttpError::status(StatusCode::from_u16(status).unwrap(), b"");
+            assert!(matches!(classify_http(Err(e.into())), Verdict::Legacy));
+        }
+        for status in [401, 500, 502] {
+            let e = HttpError::status(StatusCode::from_u16(status).unwrap(), b"");
+            assert!(matches!(classify_http(Err(e.into())), Verdict::Fail(_)));
+        }
+    }
+
+    #[test]
+    fn initialize_results_become_discover_results() {
+        let raw = serde_json::value::to_raw_value(&json!({
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"tools": {"listChanged": true}, "resources": {"subscribe": true}},
+            "serverInfo": {"name": "legacy", "version": "1.0"},
+            "instructions": "be nice"
+        }))
+        .unwrap();
+        let (version, discover) = from_initialize(&raw).unwrap();
+        assert_eq!(version, "2025-06-18");
+        assert_eq!(discover.supported_versions, ["2025-06-18"]);
+        assert_eq!(discover.instructions.as_deref(), Some("be nice"));
+        assert_eq!(
+            discover.meta.unwrap().server_info.unwrap().name,
+            "legacy".to_owned()
+        );
+        assert_eq!(discover.ttl_ms, None);
+        let raw = serde_json::value::to_raw_value(&json!({
+            "protocolVersion": "2024-11-05", "capabilities": {}, "serverInfo": {"name": "old", "version": "0"}
+        }))
+        .unwrap();
+        assert!(matches!(
+            from_initialize(&raw),
+            Err(Error::UnsupportedVersion { .. })
+        ));
+    }
+}

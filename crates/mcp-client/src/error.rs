@@ -1,0 +1,281 @@
+//! The crate's one error type.
+
+use std::time::Duration;
+
+use mcp_http::client::HttpError;
+use mcp_jsonrpc::{ErrorObject, code};
+
+/// What went wrong with a request, told apart by who is to blame.
+///
+/// - [`Error::Protocol`]: the server answered with a JSON-RPC error.
+/// - [`Error::Io`], [`Error::Http`], [`Error::Disconnected`], [`Error::Spawn`]: the transport failed.
+/// - [`Error::Timeout`]: a local timeout; the request was cancelled, and the server is not blamed.
+/// - [`Error::InvalidServerBehaviour`]: the server broke the protocol.
+/// - the rest are local: a failed or missing input handler, no common protocol version, a feature
+///   the server does not offer.
+///
+/// [`Error::kind`] sorts them into the classes a command-line client maps to exit codes.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The server answered the request with a JSON-RPC error.
+    #[error("{method}: {error}")]
+    Protocol {
+        /// The method of the request.
+        method: String,
+        /// The error object, as the server sent it.
+        #[source]
+        error: ErrorObject,
+    },
+    /// Reading from or writing to the server's pipe failed.
+    #[error("I/O error talking to the server: {0}")]
+    Io(#[from] std::io::Error),
+    /// The HTTP exchange failed: connection, status without a JSON-RPC body, 413, 431, framing.
+    #[error(transparent)]
+    Http(#[from] HttpError),
+    /// The server process could not be started.
+    #[error("could not start the server {program:?}: {source}")]
+    Spawn {
+        /// The program that was run.
+        program: String,
+        /// Why it failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The connection ended (the child exited, the pipe or the response stream closed) before the
+    /// answer arrived, or the client was closed.
+    #[error("the connection to the server ended: {reason}")]
+    Disconnected {
+        /// What was seen.
+        reason: String,
+    },
+    /// No answer within the time allowed. This is a local decision: the request was cancelled, and
+    /// nothing about it is attributed to the server.
+    #[error("{method}: no answer within {after:?} (local timeout{}); the request was cancelled",
+        if *.hard { ", hard maximum" } else { "" })]
+    Timeout {
+        /// The method of the request.
+        method: String,
+        /// How long the client waited.
+        after: Duration,
+        /// True when the hard maximum fired, false for the idle timeout that progress resets.
+        hard: bool,
+    },
+    /// The server broke the protocol.
+    #[error("invalid server behaviour: {0}")]
+    InvalidServerBehaviour(#[from] Violation),
+    /// An input handler of the application failed.
+    #[error("the {method} input handler failed: {source}")]
+    InputHandler {
+        /// The embedded method it was answering.
+        method: &'static str,
+        /// The handler's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The server asked for input the application installed no handler for (sampling or roots;
+    /// elicitation without a handler is declined instead).
+    #[error("the server asked for {method}, and no handler for it is installed")]
+    MissingHandler {
+        /// The embedded method.
+        method: &'static str,
+    },
+    /// The server speaks no protocol revision this client does.
+    #[error("no common protocol version: the server supports {supported:?}, this client {ours:?}")]
+    UnsupportedVersion {
+        /// What the server offers.
+        supported: Vec<String>,
+        /// What this client speaks.
+        ours: Vec<&'static str>,
+    },
+    /// The server does not offer what was asked for (for example `listen` on a legacy server without
+    /// a notification stream).
+    #[error("not supported by this server: {0}")]
+    Unsupported(&'static str),
+    /// A value given by the application cannot be sent (a header value with a line break, ...).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// How the server broke the protocol.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Violation {
+    /// A `resultType` the client does not recognise (spec 2026-07-28 basic/index: treat as invalid).
+    #[error("{method}: unknown resultType {value}")]
+    UnknownResultType {
+        /// The method of the request.
+        method: String,
+        /// The value, as JSON.
+        value: String,
+    },
+    /// `input_required` on a method that does not allow it.
+    #[error("{method}: input_required is not allowed on this method")]
+    UnexpectedInputRequired {
+        /// The method of the request.
+        method: String,
+    },
+    /// More `input_required` rounds than the configured bound.
+    #[error("{method}: still input_required after {rounds} rounds (the bound)")]
+    TooManyRounds {
+        /// The method of the request.
+        method: String,
+        /// The bound that was reached.
+        rounds: usize,
+    },
+    /// The first message of a listen stream was not the acknowledgement.
+    #[error("subscriptions/listen: the first message was {first}, not the acknowledgement")]
+    NotAcknowledged {
+        /// What came first.
+        first: String,
+    },
+    /// The acknowledgement honours something that was not requested.
+    #[error("subscriptions/listen: the acknowledgement honours {extra}, which was not requested")]
+    AckMismatch {
+        /// What was acknowledged without being requested.
+        extra: String,
+    },
+    /// A result or message that does not decode as its method's type.
+    #[error("{method}: malformed message: {detail}")]
+    Malformed {
+        /// The method of the request, or the notification.
+        method: String,
+        /// Why it does not decode.
+        detail: String,
+    },
+    /// Pagination returned a cursor already followed.
+    #[error("{method}: the server returned cursor {cursor:?} twice")]
+    CursorLoop {
+        /// The list method.
+        method: String,
+        /// The repeated cursor.
+        cursor: String,
+    },
+}
+
+/// The class of an [`Error`], for mapping to exit codes or retry policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The server answered with a JSON-RPC error, or broke the protocol.
+    Protocol,
+    /// The transport failed: I/O, HTTP, the process or the connection.
+    Transport,
+    /// A local timeout cancelled the request.
+    Timeout,
+    /// A local problem: a handler, an argument, no common version, an unsupported feature.
+    Local,
+}
+
+impl Error {
+    /// The class of this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Protocol { .. } | Error::InvalidServerBehaviour(_) => ErrorKind::Protocol,
+            Error::Io(_) | Error::Http(_) | Error::Spawn { .. } | Error::Disconnected { .. } => {
+                ErrorKind::Transport
+            }
+            Error::Timeout { .. } => ErrorKind::Timeout,
+            Error::InputHandler { .. }
+            | Error::MissingHandler { .. }
+            | Error::UnsupportedVersion { .. }
+            | Error::Unsupported(_)
+            | Error::InvalidArgument(_) => ErrorKind::Local,
+        }
+    }
+
+    /// The JSON-RPC error the server sent, if this is one.
+    pub fn error_object(&self) -> Option<&ErrorObject> {
+        match self {
+            Error::Protocol { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+
+    /// The JSON-RPC error code the server sent, if this is a protocol error.
+    pub fn code(&self) -> Option<i64> {
+        self.error_object().map(|e| e.code)
+    }
+
+    /// True when the server said the resource does not exist: -32602 on `resources/read`
+    /// (2026-07-28), or the retired -32002 that legacy servers still send (spec 2026-07-28 basic:
+    /// clients SHOULD accept it).
+    pub fn is_resource_not_found(&self) -> bool {
+        match self {
+            Error::Protocol { method, error } => {
+                error.code == code::LEGACY_RESOURCE_NOT_FOUND
+                    || (error.code == code::INVALID_PARAMS && method == "resources/read")
+            }
+            _ => false,
+        }
+    }
+
+    pub(crate) fn protocol(method: &str, error: ErrorObject) -> Self {
+        Error::Protocol {
+            method: method.to_owned(),
+            error,
+        }
+    }
+
+    pub(crate) fn malformed(method: &str, detail: impl std::fmt::Display) -> Self {
+        Error::InvalidServerBehaviour(Violation::Malformed {
+            method: method.to_owned(),
+            detail: detail.to_string(),
+        })
+    }
+
+    pub(crate) fn disconnected(reason: impl Into<String>) -> Self {
+        Error::Disconnected {
+            reason: reason.into(),
+        }
+    }
+}
+
+/// A cloneable description of why a connection ended, handed to every request it strands.
+#[derive(Debug, Clone)]
+pub(crate) struct Closed(pub(crate) std::sync::Arc<str>);
+
+impl Closed {
+    pub(crate) fn to_error(&self) -> Error {
+        Error::disconnected(&*self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_separate_blame() {
+        let p = Error::protocol("tools/call", ErrorObject::invalid_params("x"));
+        assert_eq!(p.kind(), ErrorKind::Protocol);
+        assert_eq!(p.code(), Some(-32602));
+        let t = Error::Timeout {
+            method: "tools/call".into(),
+            after: Duration::from_secs(1),
+            hard: false,
+        };
+        assert_eq!(t.kind(), ErrorKind::Timeout);
+        assert!(t.to_string().contains("local timeout"));
+        assert_eq!(Error::disconnected("eof").kind(), ErrorKind::Transport);
+        let v = Error::from(Violation::TooManyRounds {
+            method: "tools/call".into(),
+            rounds: 8,
+        });
+        assert_eq!(v.kind(), ErrorKind::Protocol);
+        assert!(v.to_string().contains("8 rounds"));
+    }
+
+    #[test]
+    fn resource_not_found_in_both_eras() {
+        let legacy = Error::protocol(
+            "resources/read",
+            ErrorObject::new(-32002, "Resource not found"),
+        );
+        assert!(legacy.is_resource_not_found());
+        let modern = Error::protocol("resources/read", ErrorObject::invalid_params("nope"));
+        assert!(modern.is_resource_not_found());
+        let other = Error::protocol("tools/call", ErrorObject::invalid_params("nope"));
+        assert!(!other.is_resource_not_found());
+    }
+}

@@ -1,0 +1,260 @@
+//! The application's input handlers: elicitation (form and URL), sampling and roots.
+//!
+//! A modern server asks for input inside an `input_required` result (MRTR); a legacy server sends a
+//! JSON-RPC request. Both go to the same handlers, and the handlers installed decide the capabilities
+//! the client declares (spec 2026-07-28 basic/index: capabilities travel with every request).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use mcp_jsonrpc::ErrorObject;
+use mcp_types::{
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestFormParams,
+    ElicitRequestParams, ElicitRequestURLParams, ElicitResult, InputRequest, InputRequests,
+    InputResponse, InputResponses, JsonObject, ListRootsResult, method_names,
+};
+use serde_json::Value;
+
+use crate::Error;
+
+/// A boxed, sendable future.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The error an input handler returns when it cannot produce an answer.
+pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Answers one kind of input request: `P` is what the server asks, `R` the answer.
+///
+/// Any `Fn(P) -> impl Future<Output = Result<R, HandlerError>>` that is `Send + Sync + 'static` is a
+/// handler.
+pub trait InputHandler<P, R>: Send + Sync + 'static {
+    /// Produces the answer.
+    fn handle(&self, params: P) -> BoxFuture<'static, Result<R, HandlerError>>;
+}
+
+impl<P, R, F, Fut> InputHandler<P, R> for F
+where
+    F: Fn(P) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<R, HandlerError>> + Send + 'static,
+{
+    fn handle(&self, params: P) -> BoxFuture<'static, Result<R, HandlerError>> {
+        Box::pin(self(params))
+    }
+}
+
+type Handler<P, R> = Arc<dyn InputHandler<P, R>>;
+
+/// The handlers an application installed.
+#[derive(Clone, Default)]
+pub(crate) struct Handlers {
+    pub(crate) elicit_form: Option<Handler<ElicitRequestFormParams, ElicitResult>>,
+    pub(crate) elicit_url: Option<Handler<ElicitRequestURLParams, ElicitResult>>,
+    pub(crate) sampling: Option<Handler<CreateMessageRequestParams, CreateMessageResult>>,
+    pub(crate) sampling_tools: bool,
+    pub(crate) roots: Option<Handler<(), ListRootsResult>>,
+}
+
+impl std::fmt::Debug for Handlers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handlers")
+            .field("elicit_form", &self.elicit_form.is_some())
+            .field("elicit_url", &self.elicit_url.is_some())
+            .field("sampling", &self.sampling.is_some())
+            .field("roots", &self.roots.is_some())
+            .finish()
+    }
+}
+
+impl Handlers {
+    /// The capabilities these handlers let the client declare.
+    pub(crate) fn capabilities(&self) -> ClientCapabilities {
+        let mut caps = ClientCapabilities::default();
+        if self.elicit_form.is_some() {
+            caps = caps.with_elicitation_form();
+        }
+        if self.elicit_url.is_some() {
+            caps = caps.with_elicitation_url();
+        }
+        if self.sampling.is_some() {
+            caps = caps.with_sampling();
+            if self.sampling_tools
+                && let Some(sampling) = caps.sampling.as_mut()
+            {
+                sampling.tools = Some(JsonObject::new());
+            }
+        }
+        if self.roots.is_some() {
+            caps = caps.with_roots();
+        }
+        caps
+    }
+
+    /// Answers one input request.
+    ///
+    /// spec 2026-07-28 client/elicitation and basic/patterns/mrtr: an elicitation nobody can show is
+    /// declined; a sampling or roots request without a handler stops the request with a clear error.
+    pub(crate) async fn answer(&self, request: InputRequest) -> Result<InputResponse, Error> {
+        match request {
+            InputRequest::Elicit(ElicitRequestParams::Form(params)) => match &self.elicit_form {
+                Some(h) => h
+                    .handle(params)
+                    .await
+                    .map(InputResponse::Elicit)
+                    .map_err(|source| handler_failed(method_names::ELICITATION_CREATE, source)),
+                None => Ok(InputResponse::Elicit(ElicitResult::decline())),
+            },
+            InputRequest::Elicit(ElicitRequestParams::Url(params)) => match &self.elicit_url {
+                Some(h) => h
+                    .handle(params)
+                    .await
+                    .map(InputResponse::Elicit)
+                    .map_err(|source| handler_failed(method_names::ELICITATION_CREATE, source)),
+                None => Ok(InputResponse::Elicit(ElicitResult::decline())),
+            },
+            InputRequest::CreateMessage(params) => match &self.sampling {
+                Some(h) => h
+                    .handle(params)
+                    .await
+                    .map(InputResponse::CreateMessage)
+                    .map_err(|source| {
+                        handler_failed(method_names::SAMPLING_CREATE_MESSAGE, source)
+                    }),
+                None => Err(Error::MissingHandler {
+                    method: method_names::SAMPLING_CREATE_MESSAGE,
+                }),
+            },
+            InputRequest::ListRoots(_) => match &self.roots {
+                Some(h) => h
+                    .handle(())
+                    .await
+                    .map(InputResponse::ListRoots)
+                    .map_err(|source| handler_failed(method_names::ROOTS_LIST, source)),
+                None => Err(Error::MissingHandler {
+                    method: method_names::ROOTS_LIST,
+                }),
+            },
+        }
+    }
+
+    /// Answers every input request of one `input_required` result, in key order.
+    pub(crate) async fn answer_all(&self, requests: InputRequests) -> Result<InputResponses, Error> {
+        let mut responses = InputResponses::new();
+        for (key, request) in requests {
+            let response = self.answer(request).await?;
+            responses.insert(key, response);
+        }
+        Ok(responses)
+    }
+
+    /// Answers a JSON-RPC request a legacy (2025) server sent: the same handlers as MRTR, plus
+    /// `ping`. The result is the JSON-RPC `result` or `error`.
+    pub(crate) async fn answer_legacy(
+        &self,
+        method: &str,
+        params: Option<&serde_json::value::RawValue>,
+    ) -> Result<Value, ErrorObject> {
+        let request = match method {
+            // spec 2025-11-25 basic/utilities/ping: the receiver MUST answer promptly, with an
+            // empty result.
+            method_names::PING => return Ok(Value::Object(JsonObject::new())),
+            method_names::ELICITATION_CREATE
+            | method_names::SAMPLING_CREATE_MESSAGE
+            | method_names::ROOTS_LIST => {
+                let mut object = JsonObject::new();
+                object.insert("method".into(), Value::from(method));
+                if let Some(params) = params {
+                    let params: Value = serde_json::from_str(params.get())
+                        .map_err(|e| ErrorObject::invalid_params(e))?;
+                    object.insert("params".into(), params);
+                }
+                serde_json::from_value::<InputRequest>(Value::Object(object))
+                    .map_err(|e| ErrorObject::invalid_params(e))?
+            }
+            other => return Err(ErrorObject::method_not_found(other)),
+        };
+        let missing = match &request {
+            InputRequest::CreateMessage(_) => self.sampling.is_none(),
+            InputRequest::ListRoots(_) => self.roots.is_none(),
+            InputRequest::Elicit(_) => false,
+        };
+        if missing {
+            // The capability was not declared, so the method does not exist for this client.
+            return Err(ErrorObject::method_not_found(method));
+        }
+        match self.answer(request).await {
+            Ok(response) => {
+                serde_json::to_value(response).map_err(|e| ErrorObject::internal_error(e))
+            }
+            Err(e) => Err(ErrorObject::internal_error(e)),
+        }
+    }
+}
+
+fn handler_failed(method: &'static str, source: HandlerError) -> Error {
+    Error::InputHandler { method, source }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_types::{ElicitAction, RequestedSchema, Root};
+    use serde_json::json;
+
+    fn with_form() -> Handlers {
+        Handlers {
+            elicit_form: Some(Arc::new(|_p: ElicitRequestFormParams| async {
+                Ok(ElicitResult::accept(Default::default()))
+            })),
+            ..Handlers::default()
+        }
+    }
+
+    #[test]
+    fn capabilities_follow_the_handlers() {
+        assert_eq!(
+            serde_json::to_value(Handlers::default().capabilities()).unwrap(),
+            json!({})
+        );
+        let mut h = with_form();
+        h.roots = Some(Arc::new(|()| async {
+            Ok(ListRootsResult {
+                roots: vec![Root::new("file:///tmp")],
+                meta: None,
+            })
+        }));
+        assert_eq!(
+            serde_json::to_value(h.capabilities()).unwrap(),
+            json!({"roots": {}, "elicitation": {"form": {}}})
+        );
+    }
+
+    #[tokio::test]
+    async fn missing_handlers() {
+        let h = Handlers::default();
+        let form = InputRequest::elicit(ElicitRequestFormParams::new("?", RequestedSchema::new()));
+        let answer = h.answer(form).await.unwrap();
+        assert_eq!(answer.as_elicit().unwrap().action, ElicitAction::Decline);
+        let err = h.answer(InputRequest::list_roots()).await.unwrap_err();
+        assert!(matches!(err, Error::MissingHandler { method: "roots/list" }));
+    }
+
+    #[tokio::test]
+    async fn legacy_requests_share_the_handlers() {
+        let h = with_form();
+        assert_eq!(h.answer_legacy("ping", None).await.unwrap(), json!({}));
+        let params = serde_json::value::to_raw_value(&json!({
+            "mode": "form", "message": "?", "requestedSchema": {"type": "object", "properties": {}}
+        }))
+        .unwrap();
+        let answer = h
+            .answer_legacy("elicitation/create", Some(&params))
+            .await
+            .unwrap();
+        assert_eq!(answer["action"], "accept");
+        let err = h.answer_legacy("roots/list", None).await.unwrap_err();
+        assert_eq!(err.code, -32601);
+        let err = h.answer_legacy("tasks/get", None).await.unwrap_err();
+        assert_eq!(err.code, -32601);
+    }
+}

@@ -1,0 +1,78 @@
+//! A Model Context Protocol client for revision 2026-07-28, which also speaks the 2025 handshake era.
+//!
+//! Connect with [`ClientBuilder::connect_stdio`] (a child process), [`ClientBuilder::connect_http`]
+//! (Streamable HTTP) or [`ClientBuilder::connect_stream`] (the stdio framing over any byte stream).
+//! Connecting detects the server's era: modern first (`server/discover`), then the legacy
+//! `initialize` handshake when the answer says so; every call then works the same way in both eras.
+//!
+//! - One typed call per method ([`Client::call_tool`], [`Client::read_resource`], ...), each a
+//!   [`Request`] that takes per-call options (progress and log callbacks, timeouts) before it is
+//!   awaited; every request carries `_meta` with the protocol version, the capabilities the
+//!   installed input handlers allow, and `clientInfo`.
+//! - Multi round-trip requests are driven for you: input the server asks for goes to the handlers
+//!   installed on the builder ([`ClientBuilder::on_elicit_form`], ...), and the call is resent with
+//!   the answers and the echoed `requestState` under a new id, a bounded number of times.
+//! - [`Client::listen`] returns a [`Subscription`], a stream of [`ListenEvent`]s; dropping it
+//!   unsubscribes. Dropping any call's future cancels it (HTTP: the response closes; stdio:
+//!   `notifications/cancelled`).
+//! - An optional TTL cache ([`ClientBuilder::cache`], off by default) honours `ttlMs` and
+//!   `cacheScope`, keys `private` results by the authorization context, and drops entries when a
+//!   listen stream reports a change.
+//! - One [`Error`] type whose [`kind`](Error::kind) separates protocol errors, transport failures,
+//!   local timeouts and local problems.
+//!
+//! The HTTP plumbing (headers, statuses, SSE) lives in `mcp_http::client`; this crate decides what
+//! the answers mean.
+//!
+//! ```
+//! use mcp_client::{Client, Error};
+//! use mcp_server::{RequestContext, Server};
+//! use mcp_types::{CallToolResult, JsonObject, Tool};
+//! use serde_json::json;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Error> {
+//! // A server to talk to, served over an in-memory pipe with the stdio framing.
+//! let server = Server::builder("demo", "1.0.0")
+//!     .tool(Tool::without_arguments("hello"), |_ctx: RequestContext, _args: JsonObject| async {
+//!         Ok(CallToolResult::text("hello, world"))
+//!     })
+//!     .build()
+//!     .expect("the server builds");
+//! let (client_end, server_end) = tokio::io::duplex(64 * 1024);
+//! let (server_read, server_write) = tokio::io::split(server_end);
+//! tokio::spawn(mcp_server::stdio::serve_stream(server, server_read, server_write, Default::default()));
+//!
+//! let (read, write) = tokio::io::split(client_end);
+//! let client = Client::builder().connect_stream(read, write).await?;
+//! assert_eq!(client.era().version(), "2026-07-28");
+//!
+//! let tools = client.list_all_tools().await?;
+//! assert_eq!(tools[0].name, "hello");
+//! let result = client.call_tool("hello", json!({})).await?;
+//! assert_eq!(result.content[0].as_text(), Some("hello, world"));
+//! client.close().await?;
+//! # Ok(())
+//! # }
+//! ```
+
+mod cache;
+mod client;
+mod era;
+mod error;
+mod handlers;
+mod listen;
+mod methods;
+mod request;
+mod transport;
+
+pub use client::{Client, ClientBuilder};
+pub use era::{Era, LEGACY_VERSIONS, MODERN_VERSIONS};
+pub use error::{Error, ErrorKind, Violation};
+pub use handlers::{BoxFuture, HandlerError, InputHandler};
+pub use listen::{ListenEvent, Subscription};
+pub use request::Request;
+pub use transport::process::Stderr;
+
+/// The client half of the HTTP binding, re-exported for its error type.
+pub use mcp_http::client::HttpError;

@@ -1,0 +1,500 @@
+//! The typed calls: one per client-to-server method, the pagination helpers, MRTR driving, the
+//! cache, and the `x-mcp-header` bookkeeping of `tools/call` on HTTP.
+
+use std::collections::{BTreeMap, HashSet};
+
+use mcp_jsonrpc::code;
+use mcp_types::{
+    CallToolResult, CompleteArgument, CompleteContext, CompleteResult, CompletionReference,
+    DiscoverResult, GetPromptResult, InputRequiredResult, JsonObject, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Prompt, ReadResourceResult,
+    Resource, ResourceTemplate, Tool, method_names, param_headers,
+};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::cache::Cacheable;
+use crate::client::{Hints, Inner, Kind, decode, result_kind};
+use crate::request::{Options, Request};
+use crate::{Client, Error, Violation};
+
+/// A page of one of the four paginated lists.
+pub(crate) trait Page: Cacheable + DeserializeOwned {
+    type Item: Send;
+    const METHOD: &'static str;
+    fn into_parts(self) -> (Vec<Self::Item>, Option<String>);
+    /// Applied to a freshly fetched page before it is cached and returned.
+    fn prepare(self, _inner: &Inner) -> Self {
+        self
+    }
+}
+
+impl Page for ListToolsResult {
+    type Item = Tool;
+    const METHOD: &'static str = method_names::TOOLS_LIST;
+    fn into_parts(self) -> (Vec<Tool>, Option<String>) {
+        (self.tools, self.next_cursor)
+    }
+    fn prepare(self, inner: &Inner) -> Self {
+        inner.index_tools(self)
+    }
+}
+
+impl Page for ListResourcesResult {
+    type Item = Resource;
+    const METHOD: &'static str = method_names::RESOURCES_LIST;
+    fn into_parts(self) -> (Vec<Resource>, Option<String>) {
+        (self.resources, self.next_cursor)
+    }
+}
+
+impl Page for ListResourceTemplatesResult {
+    type Item = ResourceTemplate;
+    const METHOD: &'static str = method_names::RESOURCES_TEMPLATES_LIST;
+    fn into_parts(self) -> (Vec<ResourceTemplate>, Option<String>) {
+        (self.resource_templates, self.next_cursor)
+    }
+}
+
+impl Page for ListPromptsResult {
+    type Item = Prompt;
+    const METHOD: &'static str = method_names::PROMPTS_LIST;
+    fn into_parts(self) -> (Vec<Prompt>, Option<String>) {
+        (self.prompts, self.next_cursor)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("tool arguments must be a JSON object or null, not {0}")]
+struct NotAnObject(&'static str);
+
+fn object(value: Value) -> Result<Option<JsonObject>, Error> {
+    match value {
+        Value::Null => Ok(None),
+        Value::Object(map) => Ok(Some(map)),
+        Value::Bool(_) => Err(Error::InvalidArgument(Box::new(NotAnObject("a boolean")))),
+        Value::Number(_) => Err(Error::InvalidArgument(Box::new(NotAnObject("a number")))),
+        Value::String(_) => Err(Error::InvalidArgument(Box::new(NotAnObject("a string")))),
+        Value::Array(_) => Err(Error::InvalidArgument(Box::new(NotAnObject("an array")))),
+    }
+}
+
+impl Client {
+    /// `server/discover`: versions, capabilities, instructions, server identity. On a legacy server
+    /// it is built from the `initialize` result, without a request.
+    pub fn discover(&self) -> Request<'_, DiscoverResult> {
+        Request::new(self, |c, o| Box::pin(async move { c.inner.discover(&o).await }))
+    }
+
+    /// One page of `tools/list` (`None` for the first page). On HTTP, tools with an invalid
+    /// `x-mcp-header` declaration are dropped with a warning naming the tool and the reason.
+    pub fn list_tools(&self, cursor: Option<String>) -> Request<'_, ListToolsResult> {
+        Request::new(self, move |c, o| {
+            Box::pin(async move { c.inner.list_page(cursor, &o).await })
+        })
+    }
+
+    /// Every tool, following `nextCursor` until it is absent (an empty cursor is a cursor).
+    pub fn list_all_tools(&self) -> Request<'_, Vec<Tool>> {
+        Request::new(self, |c, o| {
+            Box::pin(async move { c.inner.list_all::<ListToolsResult>(&o).await })
+        })
+    }
+
+    /// `tools/call`. `arguments` is a JSON object, or null for none. Input the server asks for is
+    /// gathered with the installed handlers; on HTTP, a -32020 HeaderMismatch re-fetches
+    /// `tools/list` once and retries the call as a new request.
+    pub fn call_tool(&self, name: impl Into<String>, arguments: Value) -> Request<'_, CallToolResult> {
+        let name = name.into();
+        Request::new(self, move |c, o| {
+            Box::pin(async move { c.inner.call_tool(name, object(arguments)?, &o).await })
+        })
+    }
+
+    /// One page of `resources/list`.
+    pub fn list_resources(&self, cursor: Option<String>) -> Request<'_, ListResourcesResult> {
+        Request::new(self, move |c, o| {
+            Box::pin(async move { c.inner.list_page(cursor, &o).await })
+        })
+    }
+
+    /// Every resource, following every cursor.
+    pub fn list_all_resources(&self) -> Request<'_, Vec<Resource>> {
+        Request::new(self, |c, o| {
+            Box::pin(async move { c.inner.list_all::<ListResourcesResult>(&o).await })
+        })
+    }
+
+    /// One page of `resources/templates/list`.
+    pub fn list_resource_templates(
+        &self,
+        cursor: Option<String>,
+    ) -> Request<'_, ListResourceTemplatesResult> {
+        Request::new(self, move |c, o| {
+            Box::pin(async move { c.inner.list_page(cursor, &o).await })
+        })
+    }
+
+    /// Every resource template, following every cursor.
+    pub fn list_all_resource_templates(&self) -> Request<'_, Vec<ResourceTemplate>> {
+        Request::new(self, |c, o| {
+            Box::pin(async move { c.inner.list_all::<ListResourceTemplatesResult>(&o).await })
+        })
+    }
+
+    /// `resources/read`. A missing resource is an error for which
+    /// [`Error::is_resource_not_found`] holds, in both eras.
+    pub fn read_resource(&self, uri: impl Into<String>) -> Request<'_, ReadResourceResult> {
+        let uri = uri.into();
+        Request::new(self, move |c, o| {
+            Box::pin(async move { c.inner.read_resource(uri, &o).await })
+        })
+    }
+
+    /// One page of `prompts/list`.
+    pub fn list_prompts(&self, cursor: Option<String>) -> Request<'_, ListPromptsResult> {
+        Request::new(self, move |c, o| {
+            Box::pin(async move { c.inner.list_page(cursor, &o).await })
+        })
+    }
+
+    /// Every prompt, following every cursor.
+    pub fn list_all_prompts(&self) -> Request<'_, Vec<Prompt>> {
+        Request::new(self, |c, o| {
+            Box::pin(async move { c.inner.list_all::<ListPromptsResult>(&o).await })
+        })
+    }
+
+    /// `prompts/get` with string arguments (none when empty).
+    pub fn get_prompt(
+        &self,
+        name: impl Into<String>,
+        arguments: BTreeMap<String, String>,
+    ) -> Request<'_, GetPromptResult> {
+        let name = name.into();
+        Request::new(self, move |c, o| {
+            Box::pin(async move { c.inner.get_prompt(name, arguments, &o).await })
+        })
+    }
+
+    /// `completion/complete` for one argument of a prompt or resource template.
+    pub fn complete(
+        &self,
+        reference: CompletionReference,
+        argument: CompleteArgument,
+        context: Option<CompleteContext>,
+    ) -> Request<'_, CompleteResult> {
+        Request::new(self, move |c, o| {
+            Box::pin(async move {
+                let mut params = JsonObject::new();
+                params.insert("ref".into(), to_value(&reference));
+                params.insert("argument".into(), to_value(&argument));
+                if let Some(context) = &context {
+                    params.insert("context".into(), to_value(context));
+                }
+                let method = method_names::COMPLETION_COMPLETE;
+                let raw = c.inner.send(method, params, Hints::default(), &o).await?;
+                result_kind(method, &raw, false)?;
+                decode(method, &raw)
+            })
+        })
+    }
+}
+
+fn to_value(value: &impl serde::Serialize) -> Value {
+    serde_json::to_value(value).expect("protocol types serialize")
+}
+
+impl Inner {
+    async fn discover(&self, options: &Options) -> Result<DiscoverResult, Error> {
+        if self.era().is_legacy() {
+            let discovered = self.discovered.lock().expect("discover lock").clone();
+            return discovered.ok_or_else(|| Error::disconnected("the handshake did not finish"));
+        }
+        let result: DiscoverResult = self
+            .cacheable(
+                method_names::SERVER_DISCOVER,
+                None,
+                JsonObject::new(),
+                options,
+                |r| r,
+            )
+            .await?;
+        *self.discovered.lock().expect("discover lock") = Some(result.clone());
+        Ok(result)
+    }
+
+    /// A cacheable, non-MRTR result: from the cache when fresh, else fetched, prepared and stored.
+    async fn cacheable<T: Cacheable + DeserializeOwned>(
+        &self,
+        method: &'static str,
+        arg: Option<String>,
+        params: JsonObject,
+        options: &Options,
+        prepare: impl FnOnce(T) -> T,
+    ) -> Result<T, Error> {
+        let context = self.auth_context();
+        if let Some(cache) = &self.cache
+            && !options.fresh
+            && let Some(hit) = cache.get::<T>(method, arg.as_deref(), &context)
+        {
+            return Ok(hit);
+        }
+        let raw = self.send(method, params, Hints::default(), options).await?;
+        result_kind(method, &raw, false)?;
+        let value = prepare(decode::<T>(method, &raw)?);
+        if let Some(cache) = &self.cache {
+            cache.put(method, arg.as_deref(), &context, &value);
+        }
+        Ok(value)
+    }
+
+    pub(crate) async fn list_page<P: Page>(
+        &self,
+        cursor: Option<String>,
+        options: &Options,
+    ) -> Result<P, Error> {
+        let mut params = JsonObject::new();
+        if let Some(cursor) = &cursor {
+            params.insert("cursor".into(), Value::from(cursor.as_str()));
+        }
+        self.cacheable::<P>(P::METHOD, cursor, params, options, |p| p.prepare(self))
+            .await
+    }
+
+    /// Follows every cursor. spec 2026-07-28 server/utilities/pagination: only an absent
+    /// `nextCursor` ends the list (an empty string is a cursor); an invalidated cursor (-32602)
+    /// discards the pages and starts over, once.
+    pub(crate) async fn list_all<P: Page>(&self, options: &Options) -> Result<Vec<P::Item>, Error> {
+        let mut restarted = false;
+        'start: loop {
+            let mut items = Vec::new();
+            let mut cursor: Option<String> = None;
+            let mut seen = HashSet::new();
+            loop {
+                let page = match self.list_page::<P>(cursor.clone(), options).await {
+                    Ok(page) => page,
+                    Err(e)
+                        if cursor.is_some()
+                            && !restarted
+                            && e.code() == Some(code::INVALID_PARAMS) =>
+                    {
+                        restarted = true;
+                        if let Some(cache) = &self.cache {
+                            cache.invalidate_method(P::METHOD);
+                        }
+                        continue 'start;
+                    }
+                    Err(e) => return Err(e),
+                };
+                let (mut page_items, next) = page.into_parts();
+                items.append(&mut page_items);
+                match next {
+                    None => return Ok(items),
+                    Some(next) => {
+                        if !seen.insert(next.clone()) {
+                            return Err(Violation::CursorLoop {
+                                method: P::METHOD.to_owned(),
+                                cursor: next,
+                            }
+                            .into());
+                        }
+                        cursor = Some(next);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Keeps the `x-mcp-header` declarations of the listed tools, and drops (HTTP only) the tools
+    /// whose declarations are invalid. spec 2026-07-28 basic/transports/streamable-http: the client
+    /// MUST drop such a tool, SHOULD warn with its name and the reason, and keeps the others.
+    fn index_tools(&self, mut page: ListToolsResult) -> ListToolsResult {
+        if !self.is_http() || self.era().is_legacy() {
+            return page;
+        }
+        let mut index = self.tool_headers.lock().expect("tool index lock");
+        page.tools
+            .retain(|tool| match param_headers(&tool.input_schema) {
+                Ok(decls) => {
+                    index.insert(tool.name.clone(), decls);
+                    true
+                }
+                Err(reason) => {
+                    tracing::warn!(tool = %tool.name, %reason, "dropped a tool with an invalid x-mcp-header declaration");
+                    index.remove(&tool.name);
+                    false
+                }
+            });
+        page
+    }
+
+    /// `Mcp-Name` and the `Mcp-Param-*` headers of a call, from the latest `inputSchema`.
+    fn tool_hints(&self, name: &str, arguments: Option<&JsonObject>) -> Hints {
+        let param_headers = match (self.is_http(), arguments) {
+            (true, Some(arguments)) => self
+                .tool_headers
+                .lock()
+                .expect("tool index lock")
+                .get(name)
+                .map(|decls| mcp_http::param_header_values(decls, arguments))
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        Hints {
+            name: Some(name.to_owned()),
+            param_headers,
+        }
+    }
+
+    async fn call_tool(
+        &self,
+        name: String,
+        arguments: Option<JsonObject>,
+        options: &Options,
+    ) -> Result<CallToolResult, Error> {
+        let mut params = JsonObject::new();
+        params.insert("name".into(), Value::from(name.as_str()));
+        if let Some(arguments) = &arguments {
+            params.insert("arguments".into(), Value::Object(arguments.clone()));
+        }
+        let method = method_names::TOOLS_CALL;
+        let hints = self.tool_hints(&name, arguments.as_ref());
+        match self.mrtr(method, &params, &hints, options).await {
+            // spec 2026-07-28 basic/transports/streamable-http: headers come from the latest
+            // inputSchema; on -32020 the client SHOULD re-fetch tools/list and retry, as a new
+            // request.
+            Err(e)
+                if e.code() == Some(code::HEADER_MISMATCH)
+                    && self.is_http()
+                    && !self.era().is_legacy() =>
+            {
+                tracing::debug!(tool = %name, error = %e, "HeaderMismatch; re-fetching tools/list and retrying once");
+                let fresh = Options {
+                    fresh: true,
+                    ..Options::default()
+                };
+                self.list_all::<ListToolsResult>(&fresh).await?;
+                let hints = self.tool_hints(&name, arguments.as_ref());
+                self.mrtr(method, &params, &hints, options)
+                    .await
+                    .map(|(r, _)| r)
+            }
+            other => other.map(|(r, _)| r),
+        }
+    }
+
+    async fn read_resource(&self, uri: String, options: &Options) -> Result<ReadResourceResult, Error> {
+        let method = method_names::RESOURCES_READ;
+        let context = self.auth_context();
+        if let Some(cache) = &self.cache
+            && !options.fresh
+            && let Some(hit) = cache.get::<ReadResourceResult>(method, Some(&uri), &context)
+        {
+            return Ok(hit);
+        }
+        let mut params = JsonObject::new();
+        params.insert("uri".into(), Value::from(uri.as_str()));
+        let hints = Hints {
+            name: Some(uri.clone()),
+            param_headers: Vec::new(),
+        };
+        let (result, rounds) = self
+            .mrtr::<ReadResourceResult>(method, &params, &hints, options)
+            .await?;
+        // spec 2026-07-28 basic/patterns/mrtr: results of retries carrying inputResponses or
+        // requestState MUST NOT be cached.
+        if rounds == 0
+            && let Some(cache) = &self.cache
+        {
+            cache.put(method, Some(&uri), &context, &result);
+        }
+        Ok(result)
+    }
+
+    async fn get_prompt(
+        &self,
+        name: String,
+        arguments: BTreeMap<String, String>,
+        options: &Options,
+    ) -> Result<GetPromptResult, Error> {
+        let mut params = JsonObject::new();
+        params.insert("name".into(), Value::from(name.as_str()));
+        if !arguments.is_empty() {
+            params.insert("arguments".into(), to_value(&arguments));
+        }
+        let hints = Hints {
+            name: Some(name),
+            param_headers: Vec::new(),
+        };
+        self.mrtr(method_names::PROMPTS_GET, &params, &hints, options)
+            .await
+            .map(|(r, _)| r)
+    }
+
+    /// Runs a request that may answer `input_required`, with the number of rounds it took.
+    ///
+    /// spec 2026-07-28 basic/patterns/mrtr (DIGEST §9): fulfil every input request, then resend the
+    /// original params with `inputResponses` and the `requestState` echoed unmodified, under a new
+    /// id; these never go on any other request. The rounds are bounded.
+    async fn mrtr<T: DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: &JsonObject,
+        hints: &Hints,
+        options: &Options,
+    ) -> Result<(T, usize), Error> {
+        let mut responses: Option<Value> = None;
+        let mut state: Option<String> = None;
+        let mut rounds = 0;
+        loop {
+            let mut round = params.clone();
+            if let Some(responses) = &responses {
+                round.insert("inputResponses".into(), responses.clone());
+            }
+            if let Some(state) = &state {
+                round.insert("requestState".into(), Value::String(state.clone()));
+            }
+            let raw = self.send(method, round, hints.clone(), options).await?;
+            if result_kind(method, &raw, true)? == Kind::Complete {
+                return Ok((decode(method, &raw)?, rounds));
+            }
+            let interim: InputRequiredResult = decode(method, &raw)?;
+            if !interim.is_well_formed() {
+                return Err(Error::malformed(
+                    method,
+                    "input_required without inputRequests or requestState",
+                ));
+            }
+            if rounds >= self.config.max_rounds {
+                return Err(Violation::TooManyRounds {
+                    method: method.to_owned(),
+                    rounds,
+                }
+                .into());
+            }
+            rounds += 1;
+            responses = match interim.input_requests {
+                Some(requests) if !requests.is_empty() => {
+                    Some(to_value(&self.handlers.answer_all(requests).await?))
+                }
+                // Only a requestState ("load shedding"): retry at once with it alone.
+                _ => None,
+            };
+            state = interim.request_state;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_must_be_objects() {
+        assert!(object(Value::Null).unwrap().is_none());
+        assert!(object(serde_json::json!({"a": 1})).unwrap().is_some());
+        let e = object(serde_json::json!([1])).unwrap_err();
+        assert!(e.to_string().contains("an array"));
+    }
+}

@@ -1,0 +1,292 @@
+//! The Streamable HTTP client transport (`client` feature).
+//!
+//! This module moves whole JSON-RPC messages over HTTP and knows the HTTP rules of both eras, but
+//! nothing about MCP methods beyond the headers that mirror them:
+//!
+//! - one POST per message with `Content-Type: application/json` and
+//!   `Accept: application/json, text/event-stream` ([`HttpClient::post`]);
+//! - the standard headers `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and the `Mcp-Param-*`
+//!   headers, encoded with the shared codec ([`request_headers`]);
+//! - both response kinds: a single JSON body, or an SSE stream read with [`SseParser`] that yields one
+//!   message per event and skips comment lines ([`EventStream`]);
+//! - statuses: 413 and 431 become errors that name the limit that was hit; other non-2xx answers
+//!   without a JSON body become [`HttpError::Status`]; a non-2xx answer with a JSON body is handed
+//!   back, because it usually carries a JSON-RPC error the caller must surface;
+//! - the legacy (2025) session: `Mcp-Session-Id` is a header like any other here, and
+//!   [`HttpClient::get_stream`] opens the legacy GET stream.
+//!
+//! What a status or an error means for era detection, retries and caching is the caller's business
+//! (`mcp-client`).
+
+mod reply;
+
+use bytes::Bytes;
+use http::header::{ACCEPT, CONTENT_TYPE};
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+
+pub use reply::{EventStream, HttpReply, ReplyBody};
+
+use crate::codec::encode_header_value;
+use crate::headers::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION};
+use crate::sse::SseError;
+
+/// The default bound on a JSON response body, and on one SSE event: 64 MiB.
+pub const DEFAULT_MAX_MESSAGE: usize = 64 * 1024 * 1024;
+
+/// What the client sends in `Accept` on every POST: both media types, as the spec requires.
+const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
+const EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
+
+/// Why an HTTP exchange failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HttpError {
+    /// The server URL cannot be used.
+    #[error("invalid server URL {url:?}: {reason}")]
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// The request could not be sent or its response could not be read (connection refused, reset,
+    /// TLS failure, ...).
+    #[error("HTTP request failed: {0}")]
+    Request(#[source] reqwest::Error),
+    /// HTTP 413: the server's request body size limit was hit.
+    #[error(
+        "HTTP 413 Payload Too Large: the request body ({size} bytes) exceeds the server's request body size limit"
+    )]
+    PayloadTooLarge {
+        /// The size of the body that was refused.
+        size: usize,
+    },
+    /// HTTP 431: the server's request header size limit was hit.
+    #[error(
+        "HTTP 431 Request Header Fields Too Large: the request headers ({size} bytes, including Authorization, Mcp-Name and Mcp-Param-*) exceed the server's header size limit"
+    )]
+    HeadersTooLarge {
+        /// The total size of the header names and values sent.
+        size: usize,
+    },
+    /// A non-2xx status without a JSON body.
+    #[error("HTTP {status}{}", if body.is_empty() { String::new() } else { format!(": {body}") })]
+    Status {
+        /// The status.
+        status: StatusCode,
+        /// The start of the body, for the error message.
+        body: String,
+    },
+    /// A 2xx answer that is neither JSON nor an event stream.
+    #[error(
+        "the server answered with Content-Type {0:?}; expected application/json or text/event-stream"
+    )]
+    UnexpectedContentType(String),
+    /// A JSON body or an event larger than the configured bound.
+    #[error("a response message exceeds the limit of {limit} bytes")]
+    MessageTooLarge {
+        /// The bound.
+        limit: usize,
+    },
+    /// The event stream could not be parsed further.
+    #[error(transparent)]
+    Sse(#[from] SseError),
+}
+
+impl HttpError {
+    /// A [`HttpError::Status`] for `status`, keeping the start of `body` for the message.
+    pub fn status(status: StatusCode, body: &[u8]) -> Self {
+        const KEEP: usize = 512;
+        let text = String::from_utf8_lossy(&body[..body.len().min(KEEP)]);
+        HttpError::Status {
+            status,
+            body: text.trim().to_owned(),
+        }
+    }
+}
+
+/// The standard headers of one POST, plus the `Mcp-Param-*` headers of a `tools/call`.
+///
+/// `protocol_version` goes into `MCP-Protocol-Version`, `method` into `Mcp-Method`, and `name` (the
+/// body's `params.name` or `params.uri`) into `Mcp-Name` with the base64 sentinel where needed. Pass
+/// `None` to leave a header out: legacy peers get only `MCP-Protocol-Version`, and a legacy
+/// `initialize` none of them.
+pub fn request_headers(
+    protocol_version: Option<&str>,
+    method: Option<&str>,
+    name: Option<&str>,
+    params: impl IntoIterator<Item = (HeaderName, HeaderValue)>,
+) -> Result<HeaderMap, http::header::InvalidHeaderValue> {
+    let mut headers = HeaderMap::new();
+    if let Some(version) = protocol_version {
+        headers.insert(MCP_PROTOCOL_VERSION, HeaderValue::from_str(version)?);
+    }
+    if let Some(method) = method {
+        headers.insert(MCP_METHOD, HeaderValue::from_str(method)?);
+    }
+    if let Some(name) = name {
+        headers.insert(MCP_NAME, encode_header_value(name));
+    }
+    headers.extend(params);
+    Ok(headers)
+}
+
+/// A Streamable HTTP endpoint, reached with reqwest.
+///
+/// Cloning is cheap and shares the connection pool.
+#[derive(Clone, Debug)]
+pub struct HttpClient {
+    http: reqwest::Client,
+    url: reqwest::Url,
+    max_message: usize,
+}
+
+impl HttpClient {
+    /// A client for the endpoint at `url`, with a default reqwest client.
+    pub fn new(url: &str) -> Result<Self, HttpError> {
+        let http = reqwest::Client::builder()
+            .build()
+            .map_err(HttpError::Request)?;
+        Self::with_client(http, url)
+    }
+
+    /// A client for the endpoint at `url` that sends through `http` (for proxies, TLS roots,
+    /// timeouts of the connection itself).
+    pub fn with_client(http: reqwest::Client, url: &str) -> Result<Self, HttpError> {
+        let parsed = reqwest::Url::parse(url).map_err(|e| HttpError::InvalidUrl {
+            url: url.to_owned(),
+            reason: e.to_string(),
+        })?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(HttpError::InvalidUrl {
+                url: url.to_owned(),
+                reason: "the scheme must be http or https".to_owned(),
+            });
+        }
+        Ok(HttpClient {
+            http,
+            url: parsed,
+            max_message: DEFAULT_MAX_MESSAGE,
+        })
+    }
+
+    /// Bounds a JSON response body and each SSE event (default [`DEFAULT_MAX_MESSAGE`]).
+    #[must_use]
+    pub fn with_max_message(mut self, max_message: usize) -> Self {
+        self.max_message = max_message;
+        self
+    }
+
+    /// The endpoint URL.
+    pub fn url(&self) -> &str {
+        self.url.as_str()
+    }
+
+    /// The endpoint's origin (`scheme://host:port`), the unit a client caches its era decision for.
+    pub fn origin(&self) -> String {
+        self.url.origin().ascii_serialization()
+    }
+
+    /// POSTs one JSON-RPC message with `headers` (the standard ones from [`request_headers`], a
+    /// session id, `Authorization`, ...); `Content-Type` and `Accept` are added here.
+    ///
+    /// Dropping the returned future, or the [`EventStream`] of its reply, closes the exchange, which
+    /// the server takes as cancellation (spec 2026-07-28 basic/utilities/cancellation).
+    pub async fn post(&self, body: Bytes, mut headers: HeaderMap) -> Result<HttpReply, HttpError> {
+        headers.insert(CONTENT_TYPE, JSON);
+        headers.insert(ACCEPT, ACCEPT_BOTH);
+        let size = body.len();
+        let header_size = header_bytes(&headers);
+        let response = self
+            .http
+            .post(self.url.clone())
+            .headers(headers)
+            .body(body)
+            .send()
+            .await
+            .map_err(HttpError::Request)?;
+        reply::read(response, size, header_size, self.max_message).await
+    }
+
+    /// Opens the legacy (2025) GET stream of server messages, with `Accept: text/event-stream`.
+    ///
+    /// A 405 means the server offers none; it is returned as [`HttpError::Status`].
+    pub async fn get_stream(&self, mut headers: HeaderMap) -> Result<HttpReply, HttpError> {
+        headers.insert(ACCEPT, EVENT_STREAM);
+        let header_size = header_bytes(&headers);
+        let response = self
+            .http
+            .get(self.url.clone())
+            .headers(headers)
+            .send()
+            .await
+            .map_err(HttpError::Request)?;
+        reply::read(response, 0, header_size, self.max_message).await
+    }
+
+    /// Sends the legacy (2025) DELETE that ends a session; the status is returned as is.
+    pub async fn delete(&self, headers: HeaderMap) -> Result<StatusCode, HttpError> {
+        let response = self
+            .http
+            .delete(self.url.clone())
+            .headers(headers)
+            .send()
+            .await
+            .map_err(HttpError::Request)?;
+        Ok(response.status())
+    }
+}
+
+fn header_bytes(headers: &HeaderMap) -> usize {
+    headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + 4)
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn standard_headers_use_the_shared_codec() {
+        let headers = request_headers(
+            Some("2026-07-28"),
+            Some("tools/call"),
+            Some("grüße"),
+            [(
+                HeaderName::from_static("mcp-param-region"),
+                HeaderValue::from_static("eu"),
+            )],
+        )
+        .unwrap();
+        assert_eq!(headers["mcp-protocol-version"], "2026-07-28");
+        assert_eq!(headers["mcp-method"], "tools/call");
+        assert_eq!(headers["mcp-name"], "=?base64?Z3LDvMOfZQ==?=");
+        assert_eq!(headers["mcp-param-region"], "eu");
+        let bare = request_headers(None, None, None, []).unwrap();
+        assert!(bare.is_empty());
+    }
+
+    #[test]
+    fn urls_must_be_http() {
+        assert!(matches!(
+            HttpClient::new("ftp://example.com/mcp"),
+            Err(HttpError::InvalidUrl { .. })
+        ));
+        assert!(HttpClient::new("not a url").is_err());
+        let c = HttpClient::new("http://127.0.0.1:8080/mcp").unwrap();
+        assert_eq!(c.origin(), "http://127.0.0.1:8080");
+    }
+
+    #[test]
+    fn limit_errors_name_the_limit() {
+        let e = HttpError::PayloadTooLarge { size: 10 };
+        assert!(e.to_string().contains("body size limit"));
+        let e = HttpError::HeadersTooLarge { size: 10 };
+        assert!(e.to_string().contains("header size limit"));
+        let e = HttpError::status(StatusCode::BAD_GATEWAY, b"  upstream down \n");
+        assert_eq!(e.to_string(), "HTTP 502 Bad Gateway: upstream down");
+    }
+}
