@@ -1,6 +1,8 @@
 //! Example MCP servers built on mcp-rs.
 //!
 //! [`conformance`] is the fixture server the official conformance suite runs against; the
-//! `conformance-server` binary serves it on stdio (and, once `mcp-http` lands, over HTTP).
+//! `conformance-server` binary serves it on stdio or HTTP. [`echo`] is the one-tool server the
+//! benchmarks drive; the `echo-server` binary serves it.
 
 pub mod conformance;
+pub mod echo;
