@@ -11,7 +11,9 @@
 use std::any::Any;
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use mcp_types::{
     CacheScope, DiscoverResult, ListPromptsResult, ListResourceTemplatesResult,
@@ -196,11 +198,24 @@ mod tests {
     fn ttl_zero_absent_or_negative_is_not_stored() {
         let cache = Cache::default();
         for ttl in [None, Some(0), Some(-5)] {
-            cache.put("tools/list", None, "", &tools(ttl, Some(CacheScope::Public)));
-            assert!(cache.get::<ListToolsResult>("tools/list", None, "").is_none());
+            cache.put(
+                "tools/list",
+                None,
+                "",
+                &tools(ttl, Some(CacheScope::Public)),
+            );
+            assert!(
+                cache
+                    .get::<ListToolsResult>("tools/list", None, "")
+                    .is_none()
+            );
         }
         cache.put("tools/list", None, "", &tools(Some(60_000), None));
-        assert!(cache.get::<ListToolsResult>("tools/list", None, "").is_some());
+        assert!(
+            cache
+                .get::<ListToolsResult>("tools/list", None, "")
+                .is_some()
+        );
     }
 
     #[test]
@@ -240,7 +255,11 @@ mod tests {
         let cache = Cache::default();
         let page = tools(Some(60_000), Some(CacheScope::Public));
         cache.put("tools/list", Some(""), "", &page);
-        assert!(cache.get::<ListToolsResult>("tools/list", None, "").is_none());
+        assert!(
+            cache
+                .get::<ListToolsResult>("tools/list", None, "")
+                .is_none()
+        );
         assert!(
             cache
                 .get::<ListToolsResult>("tools/list", Some(""), "")
@@ -257,7 +276,8 @@ mod tests {
             ttl_ms: Some(60_000),
             cache_scope: Some(CacheScope::Public),
             ..ReadResourceResult::single(ResourceContents::Text(TextResourceContents::new(
-                "file:///d", "x",
+                "file:///d",
+                "x",
             )))
         };
         cache.put("resources/read", Some("file:///d"), "", &read);

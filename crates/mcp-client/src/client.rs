@@ -435,7 +435,7 @@ impl Inner {
         match verdict {
             Verdict::Modern { version, discover } => {
                 self.set_era(Era::Modern { version });
-                *self.discovered.lock().expect("discover lock") = discover;
+                *self.discovered.lock().expect("discover lock") = discover.map(|d| *d);
                 Ok(())
             }
             Verdict::Legacy => self.initialize().await,
@@ -667,11 +667,20 @@ mod tests {
             Kind::Complete
         );
         assert_eq!(
-            result_kind("tools/call", &raw(r#"{"resultType":"input_required"}"#), true).unwrap(),
+            result_kind(
+                "tools/call",
+                &raw(r#"{"resultType":"input_required"}"#),
+                true
+            )
+            .unwrap(),
             Kind::InputRequired
         );
-        let e = result_kind("tools/list", &raw(r#"{"resultType":"input_required"}"#), false)
-            .unwrap_err();
+        let e = result_kind(
+            "tools/list",
+            &raw(r#"{"resultType":"input_required"}"#),
+            false,
+        )
+        .unwrap_err();
         assert!(matches!(
             e,
             Error::InvalidServerBehaviour(Violation::UnexpectedInputRequired { .. })

@@ -66,7 +66,7 @@ pub(crate) enum Verdict {
     /// Modern, with the discover result when the probe returned one.
     Modern {
         version: &'static str,
-        discover: Option<DiscoverResult>,
+        discover: Option<Box<DiscoverResult>>,
     },
     /// Legacy: run `initialize`.
     Legacy,
@@ -98,7 +98,7 @@ fn from_result(raw: &RawValue) -> Verdict {
         Ok(discover) => match pick_version(&discover.supported_versions) {
             Some(version) => Verdict::Modern {
                 version,
-                discover: Some(discover),
+                discover: Some(Box::new(discover)),
             },
             None => Verdict::Fail(Error::UnsupportedVersion {
                 supported: discover.supported_versions,
@@ -175,14 +175,10 @@ pub(crate) fn classify_http(answer: Result<Reply, Error>) -> Verdict {
                 Err(_) => Verdict::Legacy,
             }
         }
-        Err(Error::Http(HttpError::Status { status, .. }))
-            if matches!(
-                status,
-                StatusCode::BAD_REQUEST | StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED
-            ) =>
-        {
-            Verdict::Legacy
-        }
+        Err(Error::Http(HttpError::Status {
+            status: StatusCode::BAD_REQUEST | StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED,
+            ..
+        })) => Verdict::Legacy,
         // A body that is not JSON-RPC on a 2xx: not a modern server.
         Err(Error::InvalidServerBehaviour(_)) => Verdict::Legacy,
         Err(e) => Verdict::Fail(e),
@@ -288,13 +284,22 @@ mod tests {
     }
 
     fn is_modern(v: &Verdict) -> bool {
-        matches!(v, Verdict::Modern { version: "2026-07-28", .. })
+        matches!(
+            v,
+            Verdict::Modern {
+                version: "2026-07-28",
+                ..
+            }
+        )
     }
 
     #[test]
     fn stdio_probe() {
         assert!(is_modern(&classify_stdio(Some(Ok(reply(200, discover()))))));
-        assert!(is_modern(&classify_stdio(Some(Ok(reply(200, error(-32022)))))));
+        assert!(is_modern(&classify_stdio(Some(Ok(reply(
+            200,
+            error(-32022)
+        ))))));
         // Any other error, whatever its code, and silence mean legacy.
         for code in [-32601, -32602, -32600, -32000, -32603] {
             assert!(matches!(

@@ -138,7 +138,10 @@ impl Handlers {
     }
 
     /// Answers every input request of one `input_required` result, in key order.
-    pub(crate) async fn answer_all(&self, requests: InputRequests) -> Result<InputResponses, Error> {
+    pub(crate) async fn answer_all(
+        &self,
+        requests: InputRequests,
+    ) -> Result<InputResponses, Error> {
         let mut responses = InputResponses::new();
         for (key, request) in requests {
             let response = self.answer(request).await?;
@@ -164,12 +167,12 @@ impl Handlers {
                 let mut object = JsonObject::new();
                 object.insert("method".into(), Value::from(method));
                 if let Some(params) = params {
-                    let params: Value = serde_json::from_str(params.get())
-                        .map_err(|e| ErrorObject::invalid_params(e))?;
+                    let params: Value =
+                        serde_json::from_str(params.get()).map_err(ErrorObject::invalid_params)?;
                     object.insert("params".into(), params);
                 }
                 serde_json::from_value::<InputRequest>(Value::Object(object))
-                    .map_err(|e| ErrorObject::invalid_params(e))?
+                    .map_err(ErrorObject::invalid_params)?
             }
             other => return Err(ErrorObject::method_not_found(other)),
         };
@@ -183,9 +186,7 @@ impl Handlers {
             return Err(ErrorObject::method_not_found(method));
         }
         match self.answer(request).await {
-            Ok(response) => {
-                serde_json::to_value(response).map_err(|e| ErrorObject::internal_error(e))
-            }
+            Ok(response) => serde_json::to_value(response).map_err(ErrorObject::internal_error),
             Err(e) => Err(ErrorObject::internal_error(e)),
         }
     }
@@ -220,7 +221,6 @@ mod tests {
         h.roots = Some(Arc::new(|()| async {
             Ok(ListRootsResult {
                 roots: vec![Root::new("file:///tmp")],
-                meta: None,
             })
         }));
         assert_eq!(
@@ -236,7 +236,12 @@ mod tests {
         let answer = h.answer(form).await.unwrap();
         assert_eq!(answer.as_elicit().unwrap().action, ElicitAction::Decline);
         let err = h.answer(InputRequest::list_roots()).await.unwrap_err();
-        assert!(matches!(err, Error::MissingHandler { method: "roots/list" }));
+        assert!(matches!(
+            err,
+            Error::MissingHandler {
+                method: "roots/list"
+            }
+        ));
     }
 
     #[tokio::test]

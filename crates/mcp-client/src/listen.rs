@@ -54,7 +54,11 @@ impl ListenEvent {
             method_names::NOTIFICATIONS_PROMPTS_LIST_CHANGED => ListenEvent::PromptsListChanged,
             method_names::NOTIFICATIONS_RESOURCES_LIST_CHANGED => ListenEvent::ResourcesListChanged,
             method_names::NOTIFICATIONS_RESOURCES_UPDATED => {
-                match params.as_ref().and_then(|p| p.get("uri")).and_then(Value::as_str) {
+                match params
+                    .as_ref()
+                    .and_then(|p| p.get("uri"))
+                    .and_then(Value::as_str)
+                {
                     Some(uri) => ListenEvent::ResourceUpdated {
                         uri: uri.to_owned(),
                     },
@@ -300,7 +304,10 @@ mod tests {
             resource_subscriptions: Some(vec!["a://x".into()]),
             ..Default::default()
         };
-        assert_eq!(unrequested(&requested, &SubscriptionFilter::default()), None);
+        assert_eq!(
+            unrequested(&requested, &SubscriptionFilter::default()),
+            None
+        );
         assert_eq!(unrequested(&requested, &requested), None);
         let more = SubscriptionFilter {
             prompts_list_changed: Some(true),
@@ -314,7 +321,11 @@ mod tests {
             resource_subscriptions: Some(vec!["a://y".into()]),
             ..Default::default()
         };
-        assert!(unrequested(&requested, &other_uri).unwrap().contains("a://y"));
+        assert!(
+            unrequested(&requested, &other_uri)
+                .unwrap()
+                .contains("a://y")
+        );
     }
 
     #[test]

@@ -83,7 +83,9 @@ impl Client {
     /// `server/discover`: versions, capabilities, instructions, server identity. On a legacy server
     /// it is built from the `initialize` result, without a request.
     pub fn discover(&self) -> Request<'_, DiscoverResult> {
-        Request::new(self, |c, o| Box::pin(async move { c.inner.discover(&o).await }))
+        Request::new(self, |c, o| {
+            Box::pin(async move { c.inner.discover(&o).await })
+        })
     }
 
     /// One page of `tools/list` (`None` for the first page). On HTTP, tools with an invalid
@@ -104,7 +106,11 @@ impl Client {
     /// `tools/call`. `arguments` is a JSON object, or null for none. Input the server asks for is
     /// gathered with the installed handlers; on HTTP, a -32020 HeaderMismatch re-fetches
     /// `tools/list` once and retries the call as a new request.
-    pub fn call_tool(&self, name: impl Into<String>, arguments: Value) -> Request<'_, CallToolResult> {
+    pub fn call_tool(
+        &self,
+        name: impl Into<String>,
+        arguments: Value,
+    ) -> Request<'_, CallToolResult> {
         let name = name.into();
         Request::new(self, move |c, o| {
             Box::pin(async move { c.inner.call_tool(name, object(arguments)?, &o).await })
@@ -384,7 +390,11 @@ impl Inner {
         }
     }
 
-    async fn read_resource(&self, uri: String, options: &Options) -> Result<ReadResourceResult, Error> {
+    async fn read_resource(
+        &self,
+        uri: String,
+        options: &Options,
+    ) -> Result<ReadResourceResult, Error> {
         let method = method_names::RESOURCES_READ;
         let context = self.auth_context();
         if let Some(cache) = &self.cache

@@ -35,7 +35,8 @@ impl fmt::Debug for Options {
     }
 }
 
-type Run<'c, T> = Box<dyn FnOnce(&'c Client, Options) -> BoxFuture<'c, Result<T, Error>> + Send + 'c>;
+type Run<'c, T> =
+    Box<dyn FnOnce(&'c Client, Options) -> BoxFuture<'c, Result<T, Error>> + Send + 'c>;
 
 /// A call not sent yet: set per-call options, then `.await` it.
 ///

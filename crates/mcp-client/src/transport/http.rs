@@ -233,7 +233,11 @@ impl HttpTransport {
     }
 
     /// Opens a modern listen stream: one POST whose SSE stream stays open.
-    pub(crate) async fn listen(&self, out: Outgoing, sink: ListenSink) -> Result<ListenGuard, Error> {
+    pub(crate) async fn listen(
+        &self,
+        out: Outgoing,
+        sink: ListenSink,
+    ) -> Result<ListenGuard, Error> {
         let headers = self.headers(&out)?;
         let reply = self.http.post(out.body, headers).await?;
         let stream = expect_stream(reply, &out.id, out.method)?;
@@ -354,7 +358,9 @@ async fn pump(
                     return;
                 }
             }
-            Err(e) => tracing::warn!(error = %e.error, "ignored an unreadable message on a listen stream"),
+            Err(e) => {
+                tracing::warn!(error = %e.error, "ignored an unreadable message on a listen stream")
+            }
         }
         if sink.is_closed() {
             return;

@@ -56,9 +56,9 @@ impl Event {
     pub(crate) fn parse(method: &str, params: Option<&RawValue>) -> Option<Event> {
         let params = params?.get();
         match method {
-            method_names::NOTIFICATIONS_PROGRESS => serde_json::from_str(params)
-                .ok()
-                .map(Event::Progress),
+            method_names::NOTIFICATIONS_PROGRESS => {
+                serde_json::from_str(params).ok().map(Event::Progress)
+            }
             method_names::NOTIFICATIONS_MESSAGE => {
                 serde_json::from_str(params).ok().map(Event::Log)
             }
@@ -187,6 +187,10 @@ impl std::fmt::Debug for ListenGuard {
 
 /// The transport of one client.
 #[derive(Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per client, never moved after connecting"
+)]
 pub(crate) enum Transport {
     Stdio(stdio::StdioTransport),
     Http(http::HttpTransport),
@@ -216,7 +220,11 @@ impl Transport {
 
     /// Opens a modern listen stream: the request is sent, and every notification tagged with its
     /// id goes to `sink`.
-    pub(crate) async fn listen(&self, out: Outgoing, sink: ListenSink) -> Result<ListenGuard, Error> {
+    pub(crate) async fn listen(
+        &self,
+        out: Outgoing,
+        sink: ListenSink,
+    ) -> Result<ListenGuard, Error> {
         match self {
             Transport::Stdio(t) => t.listen(out, sink).map(ListenGuard::Stdio),
             Transport::Http(t) => t.listen(out, sink).await.map(ListenGuard::Http),

@@ -296,7 +296,10 @@ async fn read_loop<R: AsyncRead + Unpin>(reader: R, shared: Arc<Shared>) {
         };
         if !discarding {
             if line.len() + chunk.len() > MAX_LINE {
-                tracing::warn!(limit = MAX_LINE, "skipped an over-long line from the server");
+                tracing::warn!(
+                    limit = MAX_LINE,
+                    "skipped an over-long line from the server"
+                );
                 discarding = true;
                 line = Vec::new();
             } else {
@@ -457,7 +460,7 @@ fn to_value(raw: &RawValue) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::{AsyncBufReadExt as _, duplex};
+    use tokio::io::duplex;
 
     fn request(id: i64, method: &'static str) -> Outgoing {
         let mut body = Vec::new();
