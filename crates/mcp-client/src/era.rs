@@ -365,6 +365,27 @@ mod tests {
     }
 
     #[test]
+    fn decisions_are_kept_per_origin() {
+        let origin = "http://era-cache.test:1";
+        assert_eq!(cached_era(origin), None);
+        remember_era(
+            origin,
+            Some(Era::Legacy {
+                version: "2025-11-25",
+            }),
+        );
+        assert_eq!(
+            cached_era(origin),
+            Some(Era::Legacy {
+                version: "2025-11-25"
+            })
+        );
+        assert_eq!(cached_era("http://era-cache.test:2"), None);
+        remember_era(origin, None);
+        assert_eq!(cached_era(origin), None);
+    }
+
+    #[test]
     fn initialize_results_become_discover_results() {
         let raw = serde_json::value::to_raw_value(&json!({
             "protocolVersion": "2025-06-18",

@@ -7,4 +7,5 @@ mod fixture;
 mod harness;
 mod http_only;
 mod mrtr;
+mod process;
 mod streams;
