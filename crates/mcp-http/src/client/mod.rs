@@ -7,7 +7,7 @@
 //!   `Accept: application/json, text/event-stream` ([`HttpClient::post`]);
 //! - the standard headers `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and the `Mcp-Param-*`
 //!   headers, encoded with the shared codec ([`request_headers`]);
-//! - both response kinds: a single JSON body, or an SSE stream read with [`SseParser`] that yields one
+//! - both response kinds: a single JSON body, or an SSE stream read with [`SseParser`](crate::sse::SseParser) that yields one
 //!   message per event and skips comment lines ([`EventStream`]);
 //! - statuses: 413 and 431 become errors that name the limit that was hit; other non-2xx answers
 //!   without a JSON body become [`HttpError::Status`]; a non-2xx answer with a JSON body is handed
