@@ -9,6 +9,8 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::McpService;
 
@@ -28,7 +30,9 @@ pub async fn serve(listener: TcpListener, service: McpService) -> Result<(), Ser
 /// Serves `service` on `listener` until `shutdown` resolves.
 ///
 /// Shutdown stops accepting, ends every open listen stream with its graceful final result, lets
-/// requests in flight finish within the configured drain time, and closes idle connections.
+/// requests in flight finish within the configured drain time, and closes idle connections. It
+/// returns once every connection is closed: those still busy after the drain time are cut off,
+/// which cancels their requests.
 pub async fn serve_with_shutdown(
     listener: TcpListener,
     service: McpService,
@@ -36,6 +40,10 @@ pub async fn serve_with_shutdown(
 ) -> Result<(), ServeError> {
     let builder = auto::Builder::new(TokioExecutor::new());
     let graceful = GracefulShutdown::new();
+    // Connections still open when the drain time is over are dropped, which closes them and
+    // cancels their requests; without this they would run on after this function returned.
+    let connections = TaskTracker::new();
+    let cut_off = CancellationToken::new();
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -65,9 +73,13 @@ pub async fn serve_with_shutdown(
             .serve_connection(TokioIo::new(stream), hyper_service)
             .into_owned();
         let conn = graceful.watch(conn);
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                trace_conn_error(peer, &*e);
+        let cut_off = cut_off.clone();
+        connections.spawn(async move {
+            tokio::select! {
+                result = conn => if let Err(e) = result {
+                    trace_conn_error(peer, &*e);
+                },
+                () = cut_off.cancelled() => {}
             }
         });
     }
@@ -83,7 +95,10 @@ pub async fn serve_with_shutdown(
             ?drain,
             "connections still open after the drain time; closing them"
         );
+        cut_off.cancel();
     }
+    connections.close();
+    connections.wait().await;
     Ok(())
 }
 
