@@ -1,0 +1,619 @@
+//! The adapter: registers the tools and table resources of its databases on a server, and serves
+//! them.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use mcp_server::{HandlerError, RequestContext, Server, ServerBuilder, TemplateVars, ToolResult};
+use mcp_types::{
+    CallToolResult, ContentBlock, JsonObject, Resource, ResourceContents, ResourceTemplate,
+    TextResourceContents,
+};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::approval::{self, Decision, Spent, UsedApprovals};
+use crate::config::{DatabaseConfig, PostgresConfig, SqliteConfig};
+use crate::database::Database;
+use crate::engine::CatalogEntry;
+use crate::error::{ExecError, SqlError};
+use crate::output::{self, Rows, TableInfo, TableSchema};
+use crate::tools::{self, DescribeTableArgs, ExecuteArgs, ListTablesArgs, QueryArgs};
+use crate::value::Param;
+
+/// The name of the database made by [`SqlAdapter::sqlite`] and [`SqlAdapter::postgres`].
+pub const DEFAULT_DATABASE: &str = "main";
+
+/// How many used write approvals are remembered at most (each until its state expires).
+const MAX_USED_APPROVALS: usize = 10_000;
+
+/// The SQL adapter: one tool set over one or more named databases, and a resource per table.
+///
+/// Register it once per server with [`register`](Self::register). With several databases each
+/// tool takes a `database` argument (an enum of the names; required when there is more than one).
+/// Cloning is cheap; clones share everything.
+#[derive(Clone)]
+pub struct SqlAdapter {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    databases: Vec<Database>,
+    approvals: UsedApprovals,
+}
+
+impl std::fmt::Debug for SqlAdapter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqlAdapter")
+            .field("databases", &self.inner.databases)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A tool's answer: structured content and the text the model reads.
+fn rich(text: String, structured: Value) -> CallToolResult {
+    CallToolResult {
+        content: vec![ContentBlock::text(text)],
+        structured_content: Some(structured),
+        ..CallToolResult::default()
+    }
+}
+
+/// Decodes a tool's arguments; the error is the message for the model.
+fn parse<T: DeserializeOwned>(arguments: JsonObject) -> Result<T, String> {
+    serde_json::from_value(Value::Object(arguments)).map_err(|e| format!("Invalid arguments: {e}"))
+}
+
+impl SqlAdapter {
+    /// An adapter over these databases, whose names must differ.
+    pub fn new(databases: impl IntoIterator<Item = Database>) -> Result<SqlAdapter, SqlError> {
+        let databases: Vec<Database> = databases.into_iter().collect();
+        if databases.is_empty() {
+            return Err(SqlError::NoDatabase);
+        }
+        for (i, d) in databases.iter().enumerate() {
+            if databases[..i].iter().any(|e| e.name() == d.name()) {
+                return Err(SqlError::DuplicateName(d.name().to_owned()));
+            }
+        }
+        Ok(SqlAdapter {
+            inner: Arc::new(Inner {
+                databases,
+                approvals: UsedApprovals::new(MAX_USED_APPROVALS),
+            }),
+        })
+    }
+
+    /// An adapter over one SQLite file, named [`DEFAULT_DATABASE`].
+    pub fn sqlite(
+        sqlite: impl Into<SqliteConfig>,
+        config: DatabaseConfig,
+    ) -> Result<SqlAdapter, SqlError> {
+        Self::new([Database::sqlite(DEFAULT_DATABASE, sqlite, config)?])
+    }
+
+    /// An adapter over one PostgreSQL database, named [`DEFAULT_DATABASE`].
+    pub async fn postgres(
+        postgres: impl Into<PostgresConfig>,
+        config: DatabaseConfig,
+    ) -> Result<SqlAdapter, SqlError> {
+        Self::new([Database::postgres(DEFAULT_DATABASE, postgres, config).await?])
+    }
+
+    /// The databases, in the order given.
+    pub fn databases(&self) -> &[Database] {
+        &self.inner.databases
+    }
+
+    /// A paragraph for the server's `instructions`: what the databases are and how to use the tools.
+    pub fn instructions(&self) -> String {
+        let list: Vec<String> = self
+            .inner
+            .databases
+            .iter()
+            .map(|d| {
+                let mut s = format!(
+                    "{} ({}, {})",
+                    d.name(),
+                    d.engine(),
+                    if d.allows_write() {
+                        "writable with approval"
+                    } else {
+                        "read-only"
+                    }
+                );
+                if let Some(desc) = d.description() {
+                    s.push_str(": ");
+                    s.push_str(desc);
+                }
+                s
+            })
+            .collect();
+        let mut text = format!(
+            "SQL databases: {}. Call list_tables to see the tables, describe_table for a table's columns and keys, \
+             then query with one read-only statement per call, passing values in `params`.",
+            list.join("; ")
+        );
+        if self.inner.databases.iter().any(Database::allows_write) {
+            text.push_str(
+                " Changes go through execute; the user approves each statement before it runs.",
+            );
+        }
+        text.push_str(&format!(
+            " Each table's schema is also a resource: {URI}://{{database}}/{{schema}}/{{table}}.",
+            URI = crate::URI_SCHEME
+        ));
+        text
+    }
+
+    /// Registers the tools (`execute` only when a database allows writes), a resource template per
+    /// database, and a resource for every table that exists now.
+    pub async fn register(&self, builder: ServerBuilder) -> Result<ServerBuilder, SqlError> {
+        let dbs = &self.inner.databases;
+        let mut builder = builder
+            .enable_resources()
+            .tool(tools::list_tables(dbs), self.handler(Self::list_tables))
+            .tool(
+                tools::describe_table(dbs),
+                self.handler(Self::describe_table),
+            )
+            .tool(tools::query(dbs), self.handler(Self::query));
+        if let Some(execute) = tools::execute(dbs) {
+            builder = builder.tool(execute, self.handler(Self::execute));
+        }
+        let cancel = CancellationToken::new();
+        for db in dbs {
+            builder = builder.resource_template(template(db), table_reader(db.clone()));
+            let tables = db
+                .inner
+                .engine
+                .tables(db.config().limits, &cancel)
+                .await
+                .map_err(|e| catalog_error(db, &e))?;
+            let mut registered = db.inner.registered.lock().await;
+            for t in tables {
+                let uri = db.table_uri(&t.schema, &t.name);
+                builder = builder.resource(table_resource(db, &t, &uri), table_reader(db.clone()));
+                registered.insert(uri, t.fingerprint);
+            }
+        }
+        Ok(builder)
+    }
+
+    /// Brings the table resources up to date with the databases: registers new tables, removes
+    /// dropped ones (listeners get `resources/list_changed`), and tells subscribers of a table whose
+    /// definition changed (`resources/updated`). The adapter calls this after every write; call it
+    /// yourself when something else changes the schema.
+    pub async fn refresh_resources(&self, server: &Server) -> Result<(), SqlError> {
+        for db in &self.inner.databases {
+            refresh(db, server).await?;
+        }
+        Ok(())
+    }
+
+    /// Wraps a method as a tool handler.
+    fn handler<F, Fut>(&self, method: F) -> impl mcp_server::ToolHandler
+    where
+        F: Fn(Arc<Inner>, RequestContext, JsonObject) -> Fut + Send + Sync + Copy + 'static,
+        Fut: std::future::Future<Output = ToolResult> + Send + 'static,
+    {
+        let inner = self.inner.clone();
+        move |ctx: RequestContext, arguments: JsonObject| method(inner.clone(), ctx, arguments)
+    }
+
+    async fn list_tables(
+        inner: Arc<Inner>,
+        ctx: RequestContext,
+        arguments: JsonObject,
+    ) -> ToolResult {
+        let args: ListTablesArgs = match parse(arguments) {
+            Ok(a) => a,
+            Err(message) => return Ok(CallToolResult::error(message)),
+        };
+        let db = match inner.database(args.database.as_deref(), false) {
+            Ok(db) => db,
+            Err(message) => return Ok(CallToolResult::error(message)),
+        };
+        let cancel = ctx.cancellation_token();
+        let tables = match db.inner.engine.tables(db.config().limits, &cancel).await {
+            Ok(t) => t,
+            Err(e) => return Ok(CallToolResult::error(e.message(tools::LIST_TABLES, false))),
+        };
+        let tables: Vec<TableInfo> = tables
+            .into_iter()
+            .filter(|t| args.schema.as_deref().is_none_or(|s| s == t.schema))
+            .map(|t| TableInfo {
+                uri: db.table_uri(&t.schema, &t.name),
+                schema: t.schema,
+                name: t.name,
+                kind: t.kind,
+                fingerprint: t.fingerprint,
+            })
+            .collect();
+        let mut text = format!("Database {} ({})", db.name(), db.engine());
+        if let Some(d) = db.description() {
+            text.push_str(": ");
+            text.push_str(d);
+        }
+        text.push_str("\n\n");
+        if tables.is_empty() {
+            text.push_str("No tables");
+            if let Some(s) = &args.schema {
+                text.push_str(&format!(" in schema \"{s}\""));
+            }
+            text.push_str(" that this server may read.\n");
+        } else {
+            let columns = ["schema", "name", "type"]
+                .map(|n| output::Column {
+                    name: n.into(),
+                    ty: None,
+                })
+                .to_vec();
+            let rows: Vec<Vec<Value>> = tables
+                .iter()
+                .map(|t| vec![json!(t.schema), json!(t.name), json!(t.kind)])
+                .collect();
+            text.push_str(&output::text_table(&columns, &rows));
+            text.push_str(&format!(
+                "({} {})\n",
+                tables.len(),
+                if tables.len() == 1 { "table" } else { "tables" }
+            ));
+        }
+        let structured = json!({"database": db.name(), "engine": db.engine(), "tables": tables});
+        Ok(rich(text, structured))
+    }
+
+    async fn describe_table(
+        inner: Arc<Inner>,
+        ctx: RequestContext,
+        arguments: JsonObject,
+    ) -> ToolResult {
+        let args: DescribeTableArgs = match parse(arguments) {
+            Ok(a) => a,
+            Err(message) => return Ok(CallToolResult::error(message)),
+        };
+        let db = match inner.database(args.database.as_deref(), false) {
+            Ok(db) => db,
+            Err(message) => return Ok(CallToolResult::error(message)),
+        };
+        let cancel = ctx.cancellation_token();
+        match describe(db, args.schema, args.table.clone(), &cancel).await {
+            Ok(Some(schema)) => {
+                let text = output::describe_text(&schema);
+                let structured = serde_json::to_value(&schema).map_err(|e| {
+                    HandlerError::failed(format!("could not encode the schema: {e}"))
+                })?;
+                Ok(rich(text, structured))
+            }
+            Ok(None) => Ok(CallToolResult::error(format!(
+                "There is no table or view named \"{}\" in database {} that this server may read. \
+                 Call list_tables to see the names (they are case-sensitive).",
+                args.table,
+                db.name()
+            ))),
+            Err(e) => Ok(CallToolResult::error(
+                e.message(tools::DESCRIBE_TABLE, false),
+            )),
+        }
+    }
+
+    async fn query(inner: Arc<Inner>, ctx: RequestContext, arguments: JsonObject) -> ToolResult {
+        let args: QueryArgs = match parse(arguments) {
+            Ok(a) => a,
+            Err(message) => return Ok(CallToolResult::error(message)),
+        };
+        let db = match inner.database(args.database.as_deref(), false) {
+            Ok(db) => db,
+            Err(message) => return Ok(CallToolResult::error(message)),
+        };
+        let params = match params(&args.params) {
+            Ok(p) => p,
+            Err(message) => return Ok(CallToolResult::error(message)),
+        };
+        let mut limits = db.config().limits;
+        if let Some(n) = args.max_rows {
+            limits.max_rows = n.clamp(1, limits.max_rows);
+        }
+        let cancel = ctx.cancellation_token();
+        let started = Instant::now();
+        match db
+            .inner
+            .engine
+            .query(args.sql, params, limits, &cancel)
+            .await
+        {
+            Ok(rows) => Ok(rows_result(db, rows, started, limits.max_rows, false)),
+            Err(e) => Ok(CallToolResult::error(
+                e.message(tools::QUERY, db.allows_write()),
+            )),
+        }
+    }
+
+    async fn execute(
+        inner: Arc<Inner>,
+        mut ctx: RequestContext,
+        arguments: JsonObject,
+    ) -> ToolResult {
+        let args: ExecuteArgs = match parse(arguments) {
+            Ok(a) => a,
+            Err(message) => return Ok(CallToolResult::error(message)),
+        };
+        let db = match inner.database(args.database.as_deref(), true) {
+            Ok(db) => db,
+            Err(message) => return Ok(CallToolResult::error(message)),
+        };
+        let params = match params(&args.params) {
+            Ok(p) => p,
+            Err(message) => return Ok(CallToolResult::error(message)),
+        };
+        let form = approval::form(db.name(), db.engine(), &args.sql, &args.params);
+        let nonce = match approval::confirm(&mut ctx, form)? {
+            Decision::Approved { nonce } => nonce,
+            Decision::NotApproved(how) => {
+                return Ok(CallToolResult::error(format!(
+                    "Not run: {how}, so nothing was changed. Do not retry unless the user asks for the change again."
+                )));
+            }
+        };
+        // Recorded before the statement runs: a replay racing this call is refused too.
+        let ttl = ctx.server().config().state_ttl;
+        match inner.approvals.consume(&nonce, ttl) {
+            Ok(()) => {}
+            Err(Spent::AlreadyUsed) => {
+                return Ok(CallToolResult::error(
+                    "This approval was already used: the statement ran (or was attempted) once and will not run again. \
+                     To run it again, call execute anew, which asks the user again.",
+                ));
+            }
+            Err(Spent::Full) => {
+                return Ok(CallToolResult::error(
+                    "Too many approvals are outstanding; nothing was run. Try again in a few minutes.",
+                ));
+            }
+        }
+        let cancel = ctx.cancellation_token();
+        let started = Instant::now();
+        let limits = db.config().limits;
+        let outcome = db
+            .inner
+            .engine
+            .execute(args.sql, params, limits, &cancel)
+            .await;
+        match outcome {
+            Ok(rows) => {
+                // Tables may have been created, dropped or altered.
+                if let Err(e) = refresh(db, ctx.server()).await {
+                    tracing::warn!(database = db.name(), error = %e, "could not refresh the table resources");
+                }
+                Ok(rows_result(db, rows, started, limits.max_rows, true))
+            }
+            Err(e) => Ok(CallToolResult::error(e.message(tools::EXECUTE, true))),
+        }
+    }
+}
+
+impl Inner {
+    /// The database a call names, or the only one.
+    fn database(&self, name: Option<&str>, for_write: bool) -> Result<&Database, String> {
+        let candidates: Vec<&Database> = self
+            .databases
+            .iter()
+            .filter(|d| !for_write || d.allows_write())
+            .collect();
+        match name {
+            Some(name) => match self.databases.iter().find(|d| d.name() == name) {
+                Some(d) if for_write && !d.allows_write() => Err(format!(
+                    "Database {name} is read-only for this server: writes are not enabled on it."
+                )),
+                Some(d) => Ok(d),
+                None => Err(format!(
+                    "There is no database named {name:?}; use one of: {}.",
+                    names(&candidates)
+                )),
+            },
+            None if candidates.len() == 1 => Ok(candidates[0]),
+            None => Err(format!(
+                "Name the database with the `database` argument: one of {}.",
+                names(&candidates)
+            )),
+        }
+    }
+}
+
+fn names(dbs: &[&Database]) -> String {
+    dbs.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ")
+}
+
+/// Maps the `params` argument; the error is the message for the model.
+fn params(values: &[Value]) -> Result<Vec<Param>, String> {
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            Param::from_json(v).map_err(|e| format!("Invalid arguments: params[{i}]: {e}"))
+        })
+        .collect()
+}
+
+/// The result of `query` and `execute`.
+fn rows_result(
+    db: &Database,
+    rows: Rows,
+    started: Instant,
+    max_rows: usize,
+    write: bool,
+) -> CallToolResult {
+    let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let row_count = rows.rows.len();
+    let mut text = String::new();
+    if write {
+        let affected = rows.rows_affected.unwrap_or(0);
+        text.push_str(&format!(
+            "The statement ran and was committed on database {}: {affected} {} changed.\n",
+            db.name(),
+            if affected == 1 { "row" } else { "rows" }
+        ));
+    }
+    if rows.columns.is_empty() {
+        if !write {
+            text.push_str("The statement ran and returned no columns.\n");
+        }
+    } else {
+        if write {
+            text.push('\n');
+        }
+        text.push_str(&output::text_table(&rows.columns, &rows.rows));
+        text.push_str(&output::footer(row_count, rows.truncated, max_rows));
+        text.push('\n');
+    }
+    let mut structured = json!({
+        "database": db.name(),
+        "columns": rows.columns,
+        "rows": rows.rows,
+        "row_count": row_count,
+        "truncated": rows.truncated.is_some(),
+        "truncated_reason": rows.truncated.map(|t| t.as_str()),
+        "elapsed_ms": elapsed,
+    });
+    if write {
+        structured["rows_affected"] = json!(rows.rows_affected.unwrap_or(0));
+    }
+    rich(text, structured)
+}
+
+/// Describes a table, with the database name and URI added.
+async fn describe(
+    db: &Database,
+    schema: Option<String>,
+    table: String,
+    cancel: &CancellationToken,
+) -> Result<Option<TableSchema>, ExecError> {
+    let found = db
+        .inner
+        .engine
+        .describe(schema, table, db.config().limits, cancel)
+        .await?;
+    Ok(found.map(|d| TableSchema {
+        database: db.name().to_owned(),
+        uri: db.table_uri(&d.schema, &d.name),
+        schema: d.schema,
+        name: d.name,
+        kind: d.kind,
+        columns: d.columns,
+        primary_key: d.primary_key,
+        foreign_keys: d.foreign_keys,
+        indexes: d.indexes,
+        definition: d.definition,
+    }))
+}
+
+fn catalog_error(db: &Database, e: &ExecError) -> SqlError {
+    SqlError::Catalog {
+        database: db.name().to_owned(),
+        message: e.message(tools::LIST_TABLES, false),
+    }
+}
+
+fn template(db: &Database) -> ResourceTemplate {
+    ResourceTemplate::new(db.uri_template(), format!("{}-tables", db.name()))
+        .with_title(format!("Table schemas of database {}", db.name()))
+        .with_description(format!(
+            "The columns, keys and indexes of a table or view of the {} database {}, as JSON.",
+            db.engine(),
+            db.name()
+        ))
+        .with_mime_type("application/json")
+}
+
+fn table_resource(db: &Database, t: &CatalogEntry, uri: &str) -> Resource {
+    Resource::new(uri, format!("{}.{}.{}", db.name(), t.schema, t.name))
+        .with_title(format!(
+            "{} {}.{} ({})",
+            t.kind,
+            t.schema,
+            t.name,
+            db.name()
+        ))
+        .with_description(format!(
+            "Columns, keys and indexes of {} {}.{} in the {} database {}.",
+            t.kind,
+            t.schema,
+            t.name,
+            db.engine(),
+            db.name()
+        ))
+        .with_mime_type("application/json")
+}
+
+/// Serves `resources/read` for a table URI: the table's description as JSON.
+fn table_reader(db: Database) -> impl mcp_server::ResourceHandler {
+    move |ctx: RequestContext, uri: String, vars: TemplateVars| {
+        let db = db.clone();
+        async move {
+            // A fixed resource has no variables: read them back from its URI.
+            let vars = if vars.is_empty() {
+                db.inner.template.match_uri(&uri).unwrap_or_default()
+            } else {
+                vars
+            };
+            let (Some(schema), Some(table)) = (vars.get("schema"), vars.get("table")) else {
+                return Err(HandlerError::resource_not_found(&uri));
+            };
+            let cancel = ctx.cancellation_token();
+            match describe(&db, Some(schema.clone()), table.clone(), &cancel).await {
+                Ok(Some(described)) => {
+                    let text = serde_json::to_string_pretty(&described)
+                        .map_err(|e| HandlerError::failed(e.to_string()))?;
+                    Ok(vec![ResourceContents::Text(
+                        TextResourceContents::new(uri, text).with_mime_type("application/json"),
+                    )])
+                }
+                Ok(None) => Err(HandlerError::resource_not_found(&uri)),
+                Err(e) => Err(HandlerError::failed(
+                    e.message(tools::DESCRIBE_TABLE, false),
+                )),
+            }
+        }
+    }
+}
+
+/// Re-reads a database's catalog and brings its table resources on `server` up to date.
+async fn refresh(db: &Database, server: &Server) -> Result<(), SqlError> {
+    let cancel = CancellationToken::new();
+    let mut registered = db.inner.registered.lock().await;
+    let tables = db
+        .inner
+        .engine
+        .tables(db.config().limits, &cancel)
+        .await
+        .map_err(|e| catalog_error(db, &e))?;
+    let mut now = std::collections::BTreeMap::new();
+    for t in &tables {
+        now.insert(db.table_uri(&t.schema, &t.name), t);
+    }
+    let gone: Vec<String> = registered
+        .keys()
+        .filter(|uri| !now.contains_key(*uri))
+        .cloned()
+        .collect();
+    for uri in gone {
+        server.remove_resource(&uri);
+        registered.remove(&uri);
+    }
+    for (uri, t) in now {
+        match registered.get(&uri) {
+            None => {
+                server.add_resource(table_resource(db, t, &uri), table_reader(db.clone()))?;
+                registered.insert(uri, t.fingerprint.clone());
+            }
+            Some(old) if *old != t.fingerprint => {
+                server.notify_resource_updated(&uri);
+                registered.insert(uri, t.fingerprint.clone());
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}

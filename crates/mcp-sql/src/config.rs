@@ -1,0 +1,171 @@
+//! What an operator configures: per-call limits, the write policy, and engine connection settings.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Per-call limits, applied to every tool call on a database.
+///
+/// A result is cut at whichever of `max_rows` and `max_bytes` comes first and flagged
+/// `truncated: true`; a statement that runs longer than `timeout` is stopped by the engine (SQLite's
+/// progress handler and interrupt, PostgreSQL's `statement_timeout`) and reported to the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// The most rows a result carries.
+    pub max_rows: usize,
+    /// The most bytes of row data (as compact JSON) a result carries.
+    pub max_bytes: usize,
+    /// The longest a statement may run.
+    pub timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_rows: 1000,
+            max_bytes: 512 * 1024,
+            timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl Limits {
+    /// The largest `max_rows` accepted; above it a single result would not fit in a model's context.
+    pub const MAX_ROWS_CEILING: usize = 100_000;
+
+    /// Checks that every limit is usable: at least one row and one byte, a non-zero timeout, and
+    /// `max_rows` at most [`MAX_ROWS_CEILING`](Self::MAX_ROWS_CEILING).
+    pub fn validate(&self) -> Result<(), &'static str> {
+        if self.max_rows == 0 || self.max_rows > Self::MAX_ROWS_CEILING {
+            return Err("max_rows must be between 1 and 100000");
+        }
+        if self.max_bytes < 1024 {
+            return Err("max_bytes must be at least 1024");
+        }
+        if self.timeout.is_zero() {
+            return Err("timeout must be more than zero");
+        }
+        if self.timeout > Duration::from_secs(24 * 3600) {
+            return Err("timeout must be at most 24 hours");
+        }
+        Ok(())
+    }
+}
+
+/// The engine-independent policy of one database.
+#[derive(Clone, Debug, Default)]
+pub struct DatabaseConfig {
+    /// Per-call limits.
+    pub limits: Limits,
+    /// Whether the `execute` tool may run changes on this database (each one approved by the user).
+    /// Off by default: the database is then only ever read.
+    pub allow_write: bool,
+    /// A sentence for the model about what the database holds; shown by `list_tables` and in the
+    /// server instructions.
+    pub description: Option<String>,
+}
+
+/// How to open an SQLite database.
+#[derive(Clone, Debug)]
+pub struct SqliteConfig {
+    /// The database file. It must exist unless `create_if_missing` is set (and writes are allowed).
+    pub path: PathBuf,
+    /// How many read-only connections serve reads in parallel.
+    pub read_connections: usize,
+    /// Create an empty database when the file does not exist. Only honoured when writes are
+    /// allowed: a read-only adapter over an empty file would serve nothing.
+    pub create_if_missing: bool,
+}
+
+impl SqliteConfig {
+    /// An existing database file, with the default number of read connections (2).
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        SqliteConfig {
+            path: path.into(),
+            read_connections: 2,
+            create_if_missing: false,
+        }
+    }
+}
+
+/// How to connect to a PostgreSQL database.
+///
+/// TLS is not supported yet: connections are made without TLS (`sslmode=disable` semantics), so
+/// use PostgreSQL on loopback or a private network, or a TLS-terminating proxy.
+#[derive(Clone, Debug)]
+pub struct PostgresConfig {
+    /// A `postgres://user@host:port/db` URL or a `host=... user=... dbname=...` string. Reads run
+    /// as this role; it should be a least-privilege role (see the crate documentation).
+    pub url: String,
+    /// A second connection string for writes (`execute`), so that reads can run as a role that
+    /// cannot write at all. Defaults to `url`.
+    pub write_url: Option<String>,
+    /// The most connections opened to the server (reads and writes each get their own pool).
+    pub connections: usize,
+    /// Accept a role that is a superuser or may read or write server files or run programs
+    /// (`pg_read_server_files`, `pg_write_server_files`, `pg_execute_server_program`). Such a
+    /// role can escape a read-only transaction (`COPY ... TO PROGRAM`), so the adapter refuses it
+    /// unless this is set.
+    pub allow_privileged_role: bool,
+    /// How long to wait for a connection to the server.
+    pub connect_timeout: Duration,
+}
+
+impl PostgresConfig {
+    /// A connection string with default settings: 4 connections, no privileged role, 10 s connect
+    /// timeout.
+    pub fn new(url: impl Into<String>) -> Self {
+        PostgresConfig {
+            url: url.into(),
+            write_url: None,
+            connections: 4,
+            allow_privileged_role: false,
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The characters a database name may use: it appears in resource URIs and in the `database`
+/// argument of every tool.
+pub(crate) fn check_name(name: &str) -> Result<(), crate::SqlError> {
+    let ok = !name.is_empty()
+        && name.len() <= 63
+        && name.as_bytes()[0].is_ascii_lowercase()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(crate::SqlError::InvalidName(name.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        for good in ["main", "sample", "db-2", "a_b"] {
+            assert!(check_name(good).is_ok(), "{good}");
+        }
+        for bad in ["", "Main", "2db", "a b", "a/b", "a.b", &"x".repeat(64)] {
+            assert!(check_name(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn limits() {
+        assert!(Limits::default().validate().is_ok());
+        let zero_rows = Limits {
+            max_rows: 0,
+            ..Limits::default()
+        };
+        assert!(zero_rows.validate().is_err());
+        let no_time = Limits {
+            timeout: Duration::ZERO,
+            ..Limits::default()
+        };
+        assert!(no_time.validate().is_err());
+    }
+}

@@ -1,0 +1,179 @@
+//! Errors: [`SqlError`] for setting the adapter up, [`ExecError`] for one tool call.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Why the adapter could not be set up (opened, connected or registered).
+#[derive(Debug, thiserror::Error)]
+pub enum SqlError {
+    /// A database name breaks the naming rule.
+    #[error(
+        "invalid database name {0:?}: use 1 to 63 characters from a-z, 0-9, '_' and '-', starting with a letter"
+    )]
+    InvalidName(String),
+    /// Two databases share a name.
+    #[error("two databases are named {0:?}")]
+    DuplicateName(String),
+    /// The adapter was given no database.
+    #[error("no database configured")]
+    NoDatabase,
+    /// A configuration value is out of range.
+    #[error("database {database:?}: {reason}")]
+    Config {
+        /// The database.
+        database: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An SQLite database could not be opened or prepared.
+    #[error("SQLite database {path}: {source}")]
+    Sqlite {
+        /// The database file.
+        path: PathBuf,
+        /// What SQLite said.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// A file operation failed (creating the sample database, say).
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A PostgreSQL connection or catalog query failed.
+    #[error("PostgreSQL database {database:?}: {source}")]
+    Postgres {
+        /// The database name given to the adapter.
+        database: String,
+        /// What the driver or server said.
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    /// The PostgreSQL role may escape a read-only transaction.
+    #[error(
+        "PostgreSQL database {database:?}: role {role:?} is {privileges}, which can escape a read-only transaction \
+         (for example with COPY ... TO PROGRAM); connect as a least-privilege role, or set allow_privileged_role"
+    )]
+    PrivilegedRole {
+        /// The database name given to the adapter.
+        database: String,
+        /// The role connected as.
+        role: String,
+        /// What makes it privileged.
+        privileges: String,
+    },
+    /// Reading the catalog failed while registering tables as resources.
+    #[error("database {database:?}: {message}")]
+    Catalog {
+        /// The database name.
+        database: String,
+        /// What failed.
+        message: String,
+    },
+    /// The server refused a registration.
+    #[error(transparent)]
+    Build(#[from] mcp_server::BuildError),
+}
+
+/// Why one statement did not produce a result. Every variant becomes a tool error (`isError:
+/// true`) whose text tells the model what happened and what to do next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ExecError {
+    /// A read-only call refused a statement because it would write; nothing changed.
+    ReadOnly(String),
+    /// The policy refused the statement (on any tool); nothing changed.
+    Refused(String),
+    /// The statement holds more than one statement.
+    MultipleStatements,
+    /// The SQL text holds no statement at all.
+    Empty,
+    /// The database reported an error (syntax, missing table, constraint, ...).
+    Sql(String),
+    /// The statement ran longer than the limit and was stopped.
+    Timeout(Duration),
+    /// The client cancelled the request and the statement was stopped.
+    Cancelled,
+    /// The database could not be reached or the adapter failed.
+    Unavailable(String),
+}
+
+impl ExecError {
+    /// The message shown to the model. `writes` says whether `execute` exists for this database,
+    /// so a refused read can point at it.
+    pub(crate) fn message(&self, tool: &str, writes: bool) -> String {
+        match self {
+            ExecError::ReadOnly(why) => {
+                let next = if writes {
+                    "Nothing was changed. To change data, use the `execute` tool, which asks the user to approve the exact statement."
+                } else {
+                    "Nothing was changed. This database is read-only for this server: writes are not enabled."
+                };
+                format!("Refused: {why}. {next}")
+            }
+            ExecError::Refused(why) => {
+                let next = if tool == "execute" {
+                    "Nothing was run; this is not allowed through `execute` either."
+                } else {
+                    "Nothing was changed."
+                };
+                format!("Refused: {why}. {next}")
+            }
+            ExecError::MultipleStatements => "Refused: send exactly one SQL statement per call; the text holds more than one. Nothing was run. Split it and call the tool once per statement.".to_owned(),
+            ExecError::Empty => "The SQL text holds no statement (only whitespace or comments).".to_owned(),
+            ExecError::Sql(message) => format!("SQL error: {message}"),
+            ExecError::Timeout(limit) => format!(
+                "The statement was stopped after {} (the time limit for one call){}. Make it cheaper: filter with WHERE on indexed columns, add a LIMIT, or aggregate.",
+                human_duration(*limit),
+                if tool == "execute" { "; its changes were rolled back" } else { "" }
+            ),
+            ExecError::Cancelled => {
+                if tool == "execute" {
+                    "The request was cancelled and the statement stopped; its changes were rolled back.".to_owned()
+                } else {
+                    "The request was cancelled and the statement stopped.".to_owned()
+                }
+            }
+            ExecError::Unavailable(message) => format!("The database is unavailable: {message}"),
+        }
+    }
+}
+
+pub(crate) fn human_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{ms} ms")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_point_at_the_right_next_step() {
+        let e = ExecError::ReadOnly("the statement writes to table \"t\" (INSERT)".into());
+        assert!(e.message("query", true).contains("use the `execute` tool"));
+        assert!(e.message("query", false).contains("writes are not enabled"));
+        let e = ExecError::Refused("ATTACH is not allowed".into());
+        assert!(!e.message("query", true).contains("execute"));
+        assert!(
+            e.message("execute", true)
+                .contains("not allowed through `execute` either")
+        );
+        assert!(
+            ExecError::Timeout(Duration::from_millis(1500))
+                .message("query", false)
+                .contains("1500 ms")
+        );
+        assert!(
+            ExecError::Timeout(Duration::from_secs(2))
+                .message("execute", true)
+                .contains("rolled back")
+        );
+    }
+}

@@ -1,0 +1,117 @@
+//! A policy-enforcing SQL adapter for MCP servers: SQLite and PostgreSQL behind read-only tools,
+//! per-call limits, and writes the user approves one statement at a time.
+//!
+//! The adapter is not the database: it puts SQL policy in front of an existing driver and answers
+//! in MCP terms. It registers on an [`mcp_server::ServerBuilder`]:
+//!
+//! | tool | does | annotations |
+//! |---|---|---|
+//! | `list_tables` | tables and views, with their resource URIs | read-only, idempotent, closed world |
+//! | `describe_table` | columns, primary key, foreign keys, indexes | read-only, idempotent, closed world |
+//! | `query` | one read-only statement, rows as `structuredContent` plus a text table | read-only, idempotent, closed world |
+//! | `execute` | one approved change, in a transaction (only when a database allows writes) | destructive, not idempotent |
+//!
+//! Every table's schema is also a resource, `sql://{database}/{schema}/{table}` (one resource
+//! template per database; SQLite's schema is `main`), listed by `resources/list` and kept up to date
+//! after writes.
+//!
+//! # Enforcement
+//!
+//! Read-only access is enforced by the engine, never by reading the SQL text:
+//! - **SQLite**: reads run on connections opened `SQLITE_OPEN_READ_ONLY` with `PRAGMA query_only`,
+//!   defensive mode, no attached databases (limit zero) and an authorizer that allows only reads:
+//!   no writes of any kind, no `ATTACH`/`DETACH`, no pragma but a few that read the schema, no
+//!   temporary objects, no transaction control, and no function that loads code or touches files
+//!   (`load_extension`, `readfile`, `writefile`, `edit`, `fts3_tokenizer`, ...). SQLite must also
+//!   report the prepared statement read-only (`sqlite3_stmt_readonly`, which catches `VACUUM INTO`).
+//!   Exactly one statement per call: the text after the first statement is prepared with every
+//!   action refused and must turn out to be empty.
+//! - **PostgreSQL**: every read runs in `START TRANSACTION READ ONLY` with `SET LOCAL
+//!   statement_timeout`, through the extended protocol (whose Parse message refuses more than one
+//!   statement), and is rolled back; `DISCARD ALL` then clears any session state it left. A role
+//!   that is a superuser or may touch server files or run programs is refused at connection time
+//!   (it could escape with `COPY ... TO PROGRAM`) unless explicitly allowed.
+//!
+//! Parameters are always bound (`params`, JSON primitives), never interpolated. Each call has a row
+//! limit, a byte limit (both flag `truncated`) and a time limit; a client cancellation stops the
+//! running statement (SQLite's interrupt, PostgreSQL's cancel request).
+//!
+//! Writes go through `execute`, which asks the user through MRTR elicitation to approve the exact
+//! statement and parameters (a client without form elicitation gets -32021). The approval rides on
+//! the sealed `requestState`, which binds it to these arguments; an answer sent without that state
+//! is never accepted; and the state's nonce is recorded before the statement runs (until the state
+//! expires, in bounded memory), so a retried or replayed request cannot run the write twice. The
+//! write runs in a transaction of its own, reports the rows it changed, and refreshes the table
+//! resources.
+//!
+//! # Several databases
+//!
+//! One [`SqlAdapter`] serves any number of named [`Database`]s with one tool set: every tool takes
+//! a `database` argument, an enum of the names, required when there is more than one (`execute`'s
+//! lists only the databases that allow writes). Register one adapter per server.
+//!
+//! # Example
+//!
+//! ```
+//! use mcp_server::Server;
+//! use mcp_sql::{DatabaseConfig, SqlAdapter, create_sample_database};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = std::env::temp_dir().join(format!("mcp-sql-doc-{}", std::process::id()));
+//! let path = dir.join("sample.db");
+//! create_sample_database(&path)?;
+//! let adapter = SqlAdapter::sqlite(path.as_path(), DatabaseConfig::default())?;
+//! let server = adapter
+//!     .register(Server::builder("sql", "1.0.0").instructions(adapter.instructions()))
+//!     .await?
+//!     .build()?;
+//! assert!(server.tools().iter().any(|t| t.name == "query"));
+//! // Serve it: `mcp_server::stdio::serve_stdio(server, Default::default()).await`.
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Least-privilege PostgreSQL roles
+//!
+//! Connect as a role that can read what the model may see and nothing else:
+//!
+//! ```sql
+//! CREATE ROLE mcp_reader LOGIN PASSWORD 'change-me'
+//!     NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS CONNECTION LIMIT 8;
+//! ALTER ROLE mcp_reader SET default_transaction_read_only = on;
+//! ALTER ROLE mcp_reader SET statement_timeout = '30s';
+//! GRANT CONNECT ON DATABASE app TO mcp_reader;
+//! REVOKE TEMPORARY ON DATABASE app FROM PUBLIC;
+//! GRANT USAGE ON SCHEMA public TO mcp_reader;
+//! GRANT SELECT ON ALL TABLES IN SCHEMA public TO mcp_reader;
+//! ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO mcp_reader;
+//! -- With writes enabled, give `execute` its own role through `write_url`:
+//! CREATE ROLE mcp_writer LOGIN PASSWORD 'change-me' NOSUPERUSER NOCREATEDB NOCREATEROLE;
+//! GRANT CONNECT ON DATABASE app TO mcp_writer;
+//! GRANT USAGE ON SCHEMA public TO mcp_writer;
+//! GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO mcp_writer;
+//! ```
+//!
+//! TLS to PostgreSQL is not supported yet: use a server on loopback or a private network.
+
+mod adapter;
+mod approval;
+mod calendar;
+mod config;
+mod database;
+mod engine;
+mod error;
+mod output;
+mod postgres;
+mod sample;
+mod sqlite;
+mod tools;
+mod value;
+
+pub use adapter::{DEFAULT_DATABASE, SqlAdapter};
+pub use config::{DatabaseConfig, Limits, PostgresConfig, SqliteConfig};
+pub use database::{Database, URI_SCHEME};
+pub use error::SqlError;
+pub use sample::{SAMPLE_TABLES, SAMPLE_VIEWS, SampleOutcome, create_sample_database};

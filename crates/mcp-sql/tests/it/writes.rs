@@ -1,0 +1,292 @@
+//! Writes through `execute`: a full MRTR approval round, declines, replays, unsolicited approvals,
+//! clients without elicitation, and failed writes rolled back; on SQLite and PostgreSQL.
+
+use std::future::Future;
+
+use mcp_sql::{DatabaseConfig, PostgresConfig, SqlAdapter};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::support::{Client, PgFixture, SHOP, TempDir, ok, sqlite_file, text, tool_error};
+
+fn writable() -> DatabaseConfig {
+    DatabaseConfig {
+        allow_write: true,
+        ..DatabaseConfig::default()
+    }
+}
+
+/// The single input request of an `input_required` result: its key, and the state to echo.
+#[track_caller]
+fn asked(result: &Value) -> (String, Value, String) {
+    assert_eq!(result["resultType"], "input_required", "{result}");
+    let requests = result["inputRequests"].as_object().expect("input requests");
+    assert_eq!(requests.len(), 1, "{result}");
+    let (key, request) = requests.iter().next().unwrap();
+    assert_eq!(request["method"], "elicitation/create");
+    let state = result["requestState"]
+        .as_str()
+        .expect("a requestState")
+        .to_owned();
+    (key.clone(), request["params"].clone(), state)
+}
+
+fn accept(approve: bool) -> Value {
+    json!({"action": "accept", "content": {"approve": approve}})
+}
+
+/// The whole approval story against one database; `count` reads the number of customers.
+async fn approval_story<F, Fut>(client: &Client, insert: &str, count: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = i64>,
+{
+    let args = json!({"sql": insert, "params": ["Mallory"]});
+    let start = count().await;
+
+    // Round 1: the server asks, showing the exact statement and parameters.
+    let first = client.call("execute", args.clone()).await;
+    let (key, params, state) = asked(&first);
+    let message = params["message"].as_str().unwrap();
+    assert!(message.contains(&format!("\n\n{insert}\n\n")), "{message}");
+    assert!(message.contains("Parameters: [\"Mallory\"]"), "{message}");
+    assert_eq!(params["requestedSchema"]["required"], json!(["approve"]));
+    assert_eq!(count().await, start, "nothing runs before approval");
+
+    // A declined confirmation changes nothing and says so.
+    let declined = client
+        .retry(
+            "execute",
+            args.clone(),
+            Some(json!({ &key: {"action": "decline"} })),
+            Some(&state),
+        )
+        .await;
+    assert!(
+        tool_error(&declined).contains("the user declined, so nothing was changed"),
+        "{declined}"
+    );
+    let dismissed = client
+        .retry(
+            "execute",
+            args.clone(),
+            Some(json!({ &key: {"action": "cancel"} })),
+            Some(&state),
+        )
+        .await;
+    assert!(tool_error(&dismissed).contains("nothing was changed"));
+    let unticked = client
+        .retry(
+            "execute",
+            args.clone(),
+            Some(json!({ &key: accept(false) })),
+            Some(&state),
+        )
+        .await;
+    assert!(tool_error(&unticked).contains("without ticking"));
+    assert_eq!(count().await, start);
+
+    // An unsolicited approval (no requestState) is never accepted: the server asks again, under a
+    // new key, even when the answer uses the key of an earlier round.
+    for key in [key.as_str(), "approve"] {
+        let unsolicited = client
+            .retry(
+                "execute",
+                args.clone(),
+                Some(json!({ key: accept(true) })),
+                None,
+            )
+            .await;
+        let (new_key, _, _) = asked(&unsolicited);
+        assert_ne!(new_key, key);
+    }
+    assert_eq!(count().await, start);
+
+    // A retry with the state but no answer asks again.
+    let again = client
+        .retry("execute", args.clone(), None, Some(&state))
+        .await;
+    let (same_key, _, _) = asked(&again);
+    assert_eq!(same_key, key);
+
+    // The approved retry, in a fresh round, runs the statement once.
+    let fresh = client.call("execute", args.clone()).await;
+    let (key, _, state) = asked(&fresh);
+    let approved = client
+        .retry(
+            "execute",
+            args.clone(),
+            Some(json!({ &key: accept(true) })),
+            Some(&state),
+        )
+        .await;
+    let out = ok(&approved);
+    assert_eq!(out["rows_affected"], 1, "{approved}");
+    assert!(text(&approved).contains("committed"), "{}", text(&approved));
+    assert_eq!(count().await, start + 1);
+
+    // Replaying the same state and answer does not run it twice.
+    for _ in 0..2 {
+        let replay = client
+            .retry(
+                "execute",
+                args.clone(),
+                Some(json!({ &key: accept(true) })),
+                Some(&state),
+            )
+            .await;
+        assert!(tool_error(&replay).contains("already used"), "{replay}");
+    }
+    assert_eq!(count().await, start + 1);
+
+    // The state is bound to the statement: it cannot approve a different one.
+    let other = json!({"sql": insert, "params": ["Eve"]});
+    let swapped = client
+        .send(
+            "tools/call",
+            json!({"name": "execute", "arguments": other, "inputResponses": { &key: accept(true) },
+                   "requestState": state, "_meta": crate::support::meta(true)}),
+            CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(swapped["error"]["code"], -32602, "{swapped}");
+    assert_eq!(count().await, start + 1);
+
+    // A client that did not declare elicitation gets -32021, and nothing runs.
+    let no_caps = client
+        .send(
+            "tools/call",
+            json!({"name": "execute", "arguments": args, "_meta": crate::support::meta(false)}),
+            CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(no_caps["error"]["code"], -32021, "{no_caps}");
+    assert_eq!(count().await, start + 1);
+}
+
+/// Runs one approved statement and returns the result.
+pub async fn approved(client: &Client, args: Value) -> Value {
+    let first = client.call("execute", args.clone()).await;
+    let (key, _, state) = asked(&first);
+    client
+        .retry(
+            "execute",
+            args,
+            Some(json!({ &key: accept(true) })),
+            Some(&state),
+        )
+        .await
+}
+
+#[tokio::test]
+async fn sqlite_write_approval() {
+    let dir = TempDir::new();
+    let path = dir.path("shop.db");
+    sqlite_file(&path, SHOP);
+    let adapter = SqlAdapter::sqlite(path.as_path(), writable()).unwrap();
+    let client = Client::new(&adapter).await;
+    let count = || {
+        let path = path.clone();
+        async move {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.query_row("SELECT count(*) FROM customers", [], |r| r.get::<_, i64>(0))
+                .unwrap()
+        }
+    };
+    approval_story(&client, "INSERT INTO customers (name) VALUES (?1)", count).await;
+
+    // RETURNING rows come back, and the count of changed rows is right.
+    let returned = approved(
+        &client,
+        json!({"sql": "UPDATE orders SET total = total + 1 WHERE customer_id = ?1 RETURNING id, total", "params": [1]}),
+    )
+    .await;
+    let r = ok(&returned);
+    assert_eq!(r["rows_affected"], 2);
+    assert_eq!(r["rows"], json!([[1, 51.5], [2, 151.0]]));
+
+    // A failing statement is a tool error and leaves nothing behind.
+    let before = crate::support::sqlite_snapshot(&path);
+    let failed = approved(
+        &client,
+        json!({"sql": "INSERT INTO orders (customer_id, total) VALUES (?1, 1)", "params": [999]}),
+    )
+    .await;
+    assert!(
+        tool_error(&failed).contains("FOREIGN KEY constraint failed"),
+        "{failed}"
+    );
+    let escape = approved(&client, json!({"sql": "ATTACH DATABASE 'x.db' AS x"})).await;
+    assert!(
+        tool_error(&escape).contains("ATTACH is not allowed"),
+        "{escape}"
+    );
+    let two = approved(
+        &client,
+        json!({"sql": "DELETE FROM orders; DROP TABLE customers"}),
+    )
+    .await;
+    assert!(tool_error(&two).contains("exactly one"), "{two}");
+    let txn = approved(&client, json!({"sql": "COMMIT"})).await;
+    assert!(tool_error(&txn).contains("transaction control"), "{txn}");
+    assert_eq!(crate::support::sqlite_snapshot(&path), before);
+}
+
+#[tokio::test]
+async fn postgres_write_approval() {
+    let fx = PgFixture::new(
+        "CREATE TABLE customers (id serial PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE orders (id serial PRIMARY KEY, customer_id int NOT NULL REFERENCES customers(id), total numeric(10,2) NOT NULL);
+         INSERT INTO customers (name) VALUES ('Ada'), ('Alan');
+         INSERT INTO orders (customer_id, total) VALUES (1, 10.50), (1, 20.00);",
+    )
+    .await;
+    let pg = PostgresConfig {
+        write_url: Some(fx.writer_url()),
+        ..PostgresConfig::new(fx.reader_url())
+    };
+    let adapter = SqlAdapter::postgres(pg, writable()).await.unwrap();
+    let client = Client::new(&adapter).await;
+    let table = format!("{}.customers", fx.schema);
+    let count = || {
+        let sql = format!("SELECT count(*) FROM {table}");
+        let fx = &fx;
+        async move { fx.scalar(&sql).await.parse::<i64>().unwrap() }
+    };
+    approval_story(&client, "INSERT INTO customers (name) VALUES ($1)", count).await;
+
+    let returned = approved(
+        &client,
+        json!({"sql": "UPDATE orders SET total = total + 1 WHERE customer_id = $1 RETURNING id, total", "params": [1]}),
+    )
+    .await;
+    let r = ok(&returned);
+    assert_eq!(r["rows_affected"], 2);
+    assert_eq!(r["rows"], json!([[1, "11.50"], [2, "21.00"]]));
+
+    let failed = approved(
+        &client,
+        json!({"sql": "INSERT INTO orders (customer_id, total) VALUES ($1, 1)", "params": [999]}),
+    )
+    .await;
+    assert!(
+        tool_error(&failed).contains("violates foreign key constraint"),
+        "{failed}"
+    );
+    let two = approved(
+        &client,
+        json!({"sql": "DELETE FROM orders; DROP TABLE customers"}),
+    )
+    .await;
+    assert!(tool_error(&two).contains("exactly one"), "{two}");
+    assert_eq!(
+        fx.scalar(&format!("SELECT count(*) FROM {}.orders", fx.schema))
+            .await,
+        "2"
+    );
+    assert_eq!(
+        fx.scalar(&format!("SELECT sum(total) FROM {}.orders", fx.schema))
+            .await,
+        "32.50"
+    );
+}
