@@ -1,11 +1,13 @@
 //! The client against our own server, in process: over real loopback HTTP and over the stdio
-//! framing on an in-memory pipe.
+//! framing on an in-memory pipe; and (`interop`) against servers written with the official SDKs,
+//! as child processes, which needs the peers from `scripts/peers-install`.
 
 mod cache;
 mod calls;
 mod fixture;
 mod harness;
 mod http_only;
+mod interop;
 mod mrtr;
 mod process;
 mod streams;

@@ -4,10 +4,14 @@
 //! Every message the server writes is checked by the client helper against the invariants of the
 //! revision (JSON-RPC 2.0, no server requests, `resultType` and `serverInfo` on every result, a
 //! string or integer `id`), so each test also checks those for everything it provokes.
+//!
+//! `interop` runs the official SDKs' clients (TypeScript v2, Python) against `interop-server` over
+//! stdio and HTTP; it needs the peers from `scripts/peers-install`.
 
 mod client;
 mod envelope;
 mod framing;
+mod interop;
 mod listen;
 mod mrtr;
 mod prompts;
