@@ -1,0 +1,64 @@
+//! The `echo` tool served by rmcp, the official Rust SDK, for the side-by-side benchmark.
+//!
+//! `rmcp-echo --http ADDR` serves Streamable HTTP at `/mcp` in rmcp's stateless mode with JSON
+//! responses (`legacy_session_mode: false`, `json_response: true`: its fastest configuration for
+//! 2026-07-28 traffic); `rmcp-echo --stdio` serves stdio.
+
+use std::sync::Arc;
+
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ServiceExt, tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+struct EchoArgs {
+    /// The text to send back.
+    text: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+struct EchoOutput {
+    /// The text that was sent.
+    text: String,
+}
+
+#[derive(Clone)]
+struct Echo;
+
+#[tool_router(server_handler)]
+impl Echo {
+    #[tool(description = "Returns the given text unchanged, as text and as structured content.")]
+    async fn echo(&self, Parameters(args): Parameters<EchoArgs>) -> Json<EchoOutput> {
+        Json(EchoOutput { text: args.text })
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("--stdio") => {
+            let running = Echo.serve(rmcp::transport::stdio()).await?;
+            running.waiting().await?;
+        }
+        Some("--http") => {
+            let addr = args.get(2).ok_or("--http needs an address")?;
+            let mut config = StreamableHttpServerConfig::default();
+            config.legacy_session_mode = false;
+            config.json_response = true;
+            let service = StreamableHttpService::new(
+                || Ok(Echo),
+                Arc::new(NeverSessionManager::default()),
+                config,
+            );
+            let router = axum::Router::new().nest_service("/mcp", service);
+            let listener = tokio::net::TcpListener::bind(addr).await?;
+            axum::serve(listener, router).await?;
+        }
+        _ => return Err("usage: rmcp-echo --http ADDR | --stdio".into()),
+    }
+    Ok(())
+}
