@@ -4,11 +4,22 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod client;
 mod serve;
 
-/// The mcp-rs command line: ready-to-run Model Context Protocol servers (2026-07-28).
+/// The mcp-rs command line: ready-to-run Model Context Protocol servers (2026-07-28), and a client
+/// for any MCP server over stdio or Streamable HTTP.
 #[derive(Parser, Debug)]
-#[command(name = "mcp", version, about, propagate_version = true)]
+#[command(
+    name = "mcp",
+    version,
+    about,
+    propagate_version = true,
+    after_help = "Exit codes of the client commands: 0 success; 1 the tool reported an error \
+(isError); 2 a protocol error (a JSON-RPC error from the server, or no common protocol \
+revision); 3 a transport error (connect, I/O, HTTP status, the server exited) or a local \
+timeout (--timeout); 4 a usage or local error."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -18,16 +29,34 @@ struct Cli {
 enum Command {
     /// Run an MCP server.
     Serve(serve::ServeArgs),
+    #[command(flatten)]
+    Client(client::Verb),
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    // Logs go to stderr: on stdio, stdout carries only protocol messages.
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            // clap's own usage status is 2, which the client commands use for protocol errors.
+            return if e.use_stderr() {
+                ExitCode::from(client::EXIT_USAGE)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    // Logs go to stderr: on stdio, stdout carries only protocol messages. The client commands
+    // show warnings only, unless MCP_LOG says otherwise.
+    let default_filter = match cli.command {
+        Command::Serve(_) => "info",
+        Command::Client(_) => "warn",
+    };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("MCP_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
         )
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -40,16 +69,30 @@ fn main() -> ExitCode {
             return ExitCode::from(3);
         }
     };
-    let result = runtime.block_on(async {
+    let code = runtime.block_on(async {
         match cli.command {
-            Command::Serve(args) => serve::run(args).await,
+            Command::Serve(args) => match serve::run(args).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    ExitCode::FAILURE
+                }
+            },
+            Command::Client(verb) => client::run(verb).await,
         }
     });
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
-        }
+    // A prompt may still be blocked reading stdin (the answer came another way, or Ctrl-C): do not
+    // wait for it.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    code
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        super::Cli::command().debug_assert();
     }
 }

@@ -1,0 +1,151 @@
+//! Connecting to the server named by `--stdio` or `--url`, with the terminal's input handlers.
+
+use std::io::IsTerminal as _;
+use std::time::Duration;
+
+use http::{HeaderName, HeaderValue};
+use mcp_client::{Client, HandlerError};
+use mcp_types::{
+    ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult, Implementation, ListRootsResult,
+    Root,
+};
+
+use super::output::Style;
+use super::progress::Progress;
+use super::prompt::{self, Asker};
+use super::{CliError, Common, words};
+
+/// The longest a request may run, whatever progress says, unless `--timeout` is longer.
+const HARD_MAX: Duration = Duration::from_secs(600);
+/// The longest the era probe waits (a silent stdio server is taken for a legacy one).
+const PROBE_MAX: Duration = Duration::from_secs(10);
+
+/// The style of prompts and notes on stderr.
+pub(crate) fn stderr_style() -> Style {
+    Style::for_stream(std::io::stderr().is_terminal())
+}
+
+/// Parses `NAME:VALUE` into a header.
+fn header(text: &str) -> Result<(HeaderName, HeaderValue), CliError> {
+    let Some((name, value)) = text.split_once(':') else {
+        return Err(CliError::usage(format!(
+            "--header {text:?}: expected NAME:VALUE"
+        )));
+    };
+    let name = HeaderName::try_from(name.trim())
+        .map_err(|e| CliError::usage(format!("--header {text:?}: bad name: {e}")))?;
+    let value = HeaderValue::try_from(value.trim())
+        .map_err(|e| CliError::usage(format!("--header {text:?}: bad value: {e}")))?;
+    Ok((name, value))
+}
+
+/// Connects as `common` says. Elicitations are asked in the terminal (or declined with
+/// `--no-input`); `--root` answers roots requests; progress hides while a prompt asks.
+pub(crate) async fn connect(common: &Common, progress: &Progress) -> Result<Client, CliError> {
+    if !(common.timeout.is_finite() && common.timeout > 0.0) {
+        return Err(CliError::usage(
+            "--timeout must be a positive number of seconds",
+        ));
+    }
+    let timeout = Duration::from_secs_f64(common.timeout);
+    let mut builder = Client::builder()
+        .client_info(
+            Implementation::new("mcp-cli", env!("CARGO_PKG_VERSION")).with_title("mcp (mcp-rs)"),
+        )
+        .timeout(timeout)
+        .max_request_time(HARD_MAX.max(timeout))
+        .probe_timeout(PROBE_MAX.min(timeout));
+
+    if common.no_input {
+        builder = builder
+            .on_elicit_form(|p: ElicitRequestFormParams| async move {
+                prompt::note_declined(&stderr_style(), &p.message);
+                Ok::<_, HandlerError>(ElicitResult::decline())
+            })
+            .on_elicit_url(|p: ElicitRequestURLParams| async move {
+                prompt::note_declined(&stderr_style(), &format!("{} ({})", p.message, p.url));
+                Ok::<_, HandlerError>(ElicitResult::decline())
+            });
+    } else {
+        let form_progress = progress.clone();
+        let url_progress = progress.clone();
+        builder = builder
+            .on_elicit_form(move |p: ElicitRequestFormParams| {
+                let progress = form_progress.clone();
+                async move {
+                    ask(move || {
+                        progress.suspend(|| {
+                            let style = stderr_style();
+                            let stdin = std::io::stdin();
+                            Asker::new(stdin.lock(), std::io::stderr(), &style)
+                                .echo(!stdin.is_terminal())
+                                .form(&p)
+                        })
+                    })
+                    .await
+                }
+            })
+            .on_elicit_url(move |p: ElicitRequestURLParams| {
+                let progress = url_progress.clone();
+                async move {
+                    ask(move || {
+                        progress.suspend(|| {
+                            let style = stderr_style();
+                            let stdin = std::io::stdin();
+                            Asker::new(stdin.lock(), std::io::stderr(), &style)
+                                .echo(!stdin.is_terminal())
+                                .url(&p)
+                        })
+                    })
+                    .await
+                }
+            });
+    }
+    if !common.roots.is_empty() {
+        let roots: Vec<Root> = common.roots.iter().map(Root::new).collect();
+        builder = builder.on_roots(move |()| {
+            let roots = roots.clone();
+            async move { Ok::<_, HandlerError>(ListRootsResult { roots }) }
+        });
+    }
+
+    if let Some(line) = &common.stdio {
+        let words = words::split(line).map_err(|e| CliError::usage(format!("--stdio: {e}")))?;
+        let mut command = tokio::process::Command::new(&words[0]);
+        command.args(&words[1..]);
+        return Ok(builder.connect_stdio(command).await?);
+    }
+    let url = common
+        .url
+        .as_deref()
+        .ok_or_else(|| CliError::usage("give --stdio COMMAND or --url URL"))?;
+    for text in &common.headers {
+        let (name, value) = header(text)?;
+        builder = builder.header(name, value);
+    }
+    Ok(builder.connect_http(url).await?)
+}
+
+/// Runs a blocking prompt off the async threads.
+async fn ask(
+    f: impl FnOnce() -> ElicitResult + Send + 'static,
+) -> Result<ElicitResult, HandlerError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| -> HandlerError { format!("the prompt failed: {e}").into() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_parse() {
+        let (name, value) = header("Authorization: Bearer a:b").unwrap();
+        assert_eq!(name, "authorization");
+        assert_eq!(value, "Bearer a:b");
+        assert!(header("nocolon").is_err());
+        assert!(header("bad name: x").is_err());
+        assert!(header("X: a\nb").is_err());
+    }
+}

@@ -1,0 +1,278 @@
+//! The client verbs of `mcp`: `discover`, `tools`, `call`, `resources`, `templates`, `read`,
+//! `prompts`, `prompt`, `complete` and `listen`, against a server started over stdio or reached
+//! over Streamable HTTP.
+//!
+//! Exit codes (also in `mcp --help`):
+//! - 0: success;
+//! - 1: the tool ran and reported an error (`isError`);
+//! - 2: a protocol error: the server answered with a JSON-RPC error, broke the protocol, shares no
+//!   protocol revision with us, or lacks what was asked (e.g. `listen` on a legacy server without
+//!   a stream);
+//! - 3: a transport error (cannot connect or start the server, I/O, an HTTP status, the server
+//!   exited) or a local timeout (`--timeout`: the request was cancelled; the server is not blamed);
+//! - 4: a usage or local error (bad arguments, an input handler that failed).
+
+mod args;
+mod connect;
+mod output;
+mod progress;
+mod prompt;
+mod verbs;
+mod words;
+
+use std::fmt;
+use std::io::{IsTerminal as _, Write as _};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{ArgGroup, Args, Subcommand};
+use mcp_client::ErrorKind;
+
+/// Exit status: the tool reported an error.
+pub(crate) const EXIT_TOOL_ERROR: u8 = 1;
+/// Exit status: a protocol error.
+pub(crate) const EXIT_PROTOCOL: u8 = 2;
+/// Exit status: a transport error or a local timeout.
+pub(crate) const EXIT_TRANSPORT: u8 = 3;
+/// Exit status: a usage or local error.
+pub(crate) const EXIT_USAGE: u8 = 4;
+
+/// How to reach the server, and how to show what it says; shared by every client verb.
+#[derive(Args, Debug, Clone)]
+#[command(group(ArgGroup::new("server").required(true).args(["stdio", "url"])))]
+pub(crate) struct Common {
+    /// Start this server and speak stdio to it, e.g. "conformance-server --stdio". The line is split
+    /// into words like a shell would (quotes and backslashes), without any expansion.
+    #[arg(long, value_name = "COMMAND")]
+    stdio: Option<String>,
+
+    /// Speak Streamable HTTP to this endpoint, e.g. http://127.0.0.1:8080/mcp.
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
+
+    /// An HTTP header for every request, as NAME:VALUE (repeatable), e.g. "Authorization: Bearer x".
+    #[arg(
+        long = "header",
+        short = 'H',
+        value_name = "NAME:VALUE",
+        requires = "url"
+    )]
+    headers: Vec<String>,
+
+    /// Seconds to wait for each answer; progress notifications restart the wait. A timeout is a
+    /// local decision (the request is cancelled) and exits with 3.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    timeout: f64,
+
+    /// Print the raw result as JSON (one line per notification for `listen`).
+    #[arg(long)]
+    json: bool,
+
+    /// Decline elicitations instead of asking in the terminal.
+    #[arg(long)]
+    no_input: bool,
+
+    /// Where images, audio and binary resources are saved (default: a new folder in the temp dir).
+    #[arg(long, value_name = "DIR")]
+    save_dir: Option<PathBuf>,
+
+    /// A root to offer a server that asks for roots (repeatable), e.g. file:///home/me/project.
+    #[arg(long = "root", value_name = "URI")]
+    roots: Vec<String>,
+}
+
+/// The client verbs.
+#[derive(Subcommand, Debug)]
+pub(crate) enum Verb {
+    /// Show the server: identity, protocol revision, capabilities, instructions.
+    Discover(Common),
+    /// List the tools.
+    Tools(Common),
+    /// Call a tool: `mcp call NAME '{"a": 1}'` or `mcp call NAME --arg a=1`.
+    Call(CallArgs),
+    /// List the resources.
+    Resources(Common),
+    /// List the resource templates.
+    Templates(Common),
+    /// Read a resource.
+    Read(ReadArgs),
+    /// List the prompts.
+    Prompts(Common),
+    /// Get a prompt, with its arguments as --arg NAME=VALUE.
+    Prompt(PromptArgs),
+    /// Complete an argument of a prompt (--prompt NAME) or a resource template (--template URI).
+    Complete(CompleteArgs),
+    /// Print change notifications as they come, until Ctrl-C (default: every list change).
+    Listen(ListenArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct CallArgs {
+    /// The tool.
+    name: String,
+    /// The arguments as one JSON object.
+    #[arg(value_name = "ARGS_JSON")]
+    args_json: Option<String>,
+    /// One argument as KEY=VALUE (repeatable; wins over ARGS_JSON). The value is JSON where the
+    /// tool's schema allows a non-string type and it parses, else a string.
+    #[arg(long = "arg", short = 'a', value_name = "KEY=VALUE")]
+    args: Vec<String>,
+    /// Ask for the server's log messages at this level and above (debug, info, warning, error, ...),
+    /// printed on stderr.
+    #[arg(long, value_name = "LEVEL")]
+    log: Option<String>,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ReadArgs {
+    /// The resource's URI.
+    uri: String,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct PromptArgs {
+    /// The prompt.
+    name: String,
+    /// One argument as NAME=VALUE (repeatable).
+    #[arg(long = "arg", short = 'a', value_name = "NAME=VALUE")]
+    args: Vec<String>,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
+#[command(group(ArgGroup::new("reference").required(true).args(["prompt", "template"])))]
+pub(crate) struct CompleteArgs {
+    /// Complete an argument of this prompt.
+    #[arg(long, value_name = "NAME")]
+    prompt: Option<String>,
+    /// Complete a variable of this resource template (its URI template).
+    #[arg(long, value_name = "URI_TEMPLATE")]
+    template: Option<String>,
+    /// The argument (or template variable) to complete.
+    argument: String,
+    /// What is typed so far.
+    #[arg(default_value = "")]
+    value: String,
+    /// An argument already chosen, as NAME=VALUE (repeatable).
+    #[arg(long = "context", value_name = "NAME=VALUE")]
+    context: Vec<String>,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ListenArgs {
+    /// Tool list changes.
+    #[arg(long)]
+    tools: bool,
+    /// Prompt list changes.
+    #[arg(long)]
+    prompts: bool,
+    /// Resource list changes.
+    #[arg(long)]
+    resources: bool,
+    /// Updates of this resource (repeatable).
+    #[arg(long = "resource", value_name = "URI")]
+    resource: Vec<String>,
+    #[command(flatten)]
+    common: Common,
+}
+
+/// Why a verb failed, and so its exit status.
+#[derive(Debug)]
+pub(crate) enum CliError {
+    /// Bad arguments or another local problem: exit 4.
+    Usage(String),
+    /// The client library failed: exit 2, 3 or 4 by the error's kind.
+    Client(mcp_client::Error),
+    /// The tool reported an error; the result was printed: exit 1.
+    ToolError,
+}
+
+impl CliError {
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
+        CliError::Usage(message.into())
+    }
+
+    fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Usage(_) => EXIT_USAGE,
+            CliError::ToolError => EXIT_TOOL_ERROR,
+            CliError::Client(e) => match e.kind() {
+                ErrorKind::Protocol => EXIT_PROTOCOL,
+                ErrorKind::Transport | ErrorKind::Timeout => EXIT_TRANSPORT,
+                _ => match e {
+                    mcp_client::Error::UnsupportedVersion { .. }
+                    | mcp_client::Error::Unsupported(_) => EXIT_PROTOCOL,
+                    _ => EXIT_USAGE,
+                },
+            },
+        }
+    }
+}
+
+impl From<mcp_client::Error> for CliError {
+    fn from(e: mcp_client::Error) -> Self {
+        CliError::Client(e)
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Usage(message) => f.write_str(message),
+            CliError::ToolError => f.write_str("the tool reported an error (isError)"),
+            CliError::Client(e) => {
+                if let mcp_client::Error::Protocol { method, error } = e {
+                    write!(
+                        f,
+                        "{method}: JSON-RPC error {}: {}",
+                        error.code, error.message
+                    )?;
+                    if let Some(data) = &error.data {
+                        write!(f, "\n  data: {data}")?;
+                    }
+                    return Ok(());
+                }
+                write!(f, "{e}")?;
+                let mut source = std::error::Error::source(e);
+                while let Some(s) = source {
+                    let text = s.to_string();
+                    if !e.to_string().contains(&text) {
+                        write!(f, ": {text}")?;
+                    }
+                    source = s.source();
+                }
+                if e.kind() == ErrorKind::Timeout {
+                    f.write_str(" (raise the wait with --timeout SECS)")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Runs one client verb and returns the process's exit status.
+pub(crate) async fn run(verb: Verb) -> ExitCode {
+    let result = verbs::run(verb).await;
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(CliError::ToolError) => ExitCode::from(EXIT_TOOL_ERROR),
+        Err(e) => {
+            let colour = std::io::stderr().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+            let label = if colour {
+                "\x1b[31merror:\x1b[0m"
+            } else {
+                "error:"
+            };
+            let _ = writeln!(std::io::stderr(), "{label} {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}

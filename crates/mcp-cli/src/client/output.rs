@@ -1,0 +1,443 @@
+//! Human output: colour, aligned tables, rendered content blocks, media saved to files.
+
+use std::io::{IsTerminal as _, Write};
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use mcp_types::{ContentBlock, ResourceContents};
+use serde_json::Value;
+
+/// How stdout is written: colour only on a terminal and without `NO_COLOR`; tables fitted to the
+/// terminal's width when there is one.
+#[derive(Debug, Clone)]
+pub(crate) struct Style {
+    colour: bool,
+    width: Option<usize>,
+}
+
+const RESET: &str = "\x1b[0m";
+const BOLD: &str = "\x1b[1m";
+const DIM: &str = "\x1b[2m";
+const RED: &str = "\x1b[31m";
+const GREEN: &str = "\x1b[32m";
+const YELLOW: &str = "\x1b[33m";
+const CYAN: &str = "\x1b[36m";
+
+impl Style {
+    /// The style for stdout in this process.
+    pub(crate) fn detect() -> Style {
+        Style::for_stream(std::io::stdout().is_terminal())
+    }
+
+    /// The style for a stream that is (or is not) a terminal.
+    pub(crate) fn for_stream(terminal: bool) -> Style {
+        // https://no-color.org: any non-empty value turns colour off.
+        let no_colour = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let width = std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse::<usize>().ok())
+            .filter(|w| *w > 0)
+            .or_else(|| terminal.then(terminal_width).flatten());
+        Style {
+            colour: terminal && !no_colour,
+            width,
+        }
+    }
+
+    /// A style without colour or width, for tests.
+    #[cfg(test)]
+    pub(crate) fn plain(width: Option<usize>) -> Style {
+        Style {
+            colour: false,
+            width,
+        }
+    }
+
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.colour {
+            format!("{code}{text}{RESET}")
+        } else {
+            text.to_owned()
+        }
+    }
+
+    pub(crate) fn bold(&self, text: &str) -> String {
+        self.paint(BOLD, text)
+    }
+    pub(crate) fn dim(&self, text: &str) -> String {
+        self.paint(DIM, text)
+    }
+    pub(crate) fn red(&self, text: &str) -> String {
+        self.paint(RED, text)
+    }
+    pub(crate) fn green(&self, text: &str) -> String {
+        self.paint(GREEN, text)
+    }
+    pub(crate) fn yellow(&self, text: &str) -> String {
+        self.paint(YELLOW, text)
+    }
+    pub(crate) fn cyan(&self, text: &str) -> String {
+        self.paint(CYAN, text)
+    }
+
+    /// Lays out `rows` under `headers` in aligned columns; the last column is cut to the width.
+    pub(crate) fn table(&self, headers: &[&str], rows: &[Vec<String>]) -> String {
+        let columns = headers.len();
+        let mut widths: Vec<usize> = headers.iter().map(|h| display_width(h)).collect();
+        for row in rows {
+            for (i, cell) in row.iter().enumerate().take(columns) {
+                widths[i] = widths[i].max(display_width(cell));
+            }
+        }
+        let mut out = String::new();
+        let mut line = |cells: Vec<String>, header: bool| {
+            let mut used = 0;
+            let mut text = String::new();
+            for (i, cell) in cells.iter().enumerate() {
+                let last = i + 1 == columns;
+                let cell = if last {
+                    match self.width {
+                        Some(width) => truncate(cell, width.saturating_sub(used).max(8)),
+                        None => cell.clone(),
+                    }
+                } else {
+                    let pad = widths[i] - display_width(cell);
+                    format!("{cell}{}  ", " ".repeat(pad))
+                };
+                used += display_width(&cell);
+                text.push_str(&cell);
+            }
+            let text = text.trim_end().to_owned();
+            out.push_str(&if header { self.bold(&text) } else { text });
+            out.push('\n');
+        };
+        line(headers.iter().map(|h| (*h).to_owned()).collect(), true);
+        for row in rows {
+            line(row.clone(), false);
+        }
+        out
+    }
+}
+
+/// The width of the terminal on stdout, from the kernel.
+#[cfg(unix)]
+fn terminal_width() -> Option<usize> {
+    let size = rustix::termios::tcgetwinsize(std::io::stdout()).ok()?;
+    (size.ws_col > 0).then_some(usize::from(size.ws_col))
+}
+
+#[cfg(not(unix))]
+fn terminal_width() -> Option<usize> {
+    None
+}
+
+/// Characters, as a stand-in for display columns (good for the text a list shows).
+pub(crate) fn display_width(text: &str) -> usize {
+    text.chars().count()
+}
+
+/// Cuts `text` to `width` characters, ending in `…` when cut.
+pub(crate) fn truncate(text: &str, width: usize) -> String {
+    if display_width(text) <= width {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+/// The first line of an optional text, for one table cell.
+pub(crate) fn first_line(text: Option<&str>) -> String {
+    text.and_then(|t| t.lines().map(str::trim).find(|l| !l.is_empty()))
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// Where media from results go: `--save-dir`, or a fresh folder under the system's temp dir.
+#[derive(Debug)]
+pub(crate) struct Media {
+    dir: Option<PathBuf>,
+    chosen: Option<PathBuf>,
+    count: usize,
+}
+
+impl Media {
+    pub(crate) fn new(dir: Option<PathBuf>) -> Media {
+        Media {
+            dir,
+            chosen: None,
+            count: 0,
+        }
+    }
+
+    fn folder(&mut self) -> std::io::Result<PathBuf> {
+        if let Some(dir) = &self.chosen {
+            return Ok(dir.clone());
+        }
+        let dir = match &self.dir {
+            Some(dir) => dir.clone(),
+            None => {
+                let stamp = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_millis())
+                    .unwrap_or_default();
+                std::env::temp_dir().join(format!("mcp-{}-{stamp}", std::process::id()))
+            }
+        };
+        std::fs::create_dir_all(&dir)?;
+        self.chosen = Some(dir.clone());
+        Ok(dir)
+    }
+
+    /// Decodes base64 `data` and writes it to a new file named after `stem` and the MIME type.
+    pub(crate) fn save(
+        &mut self,
+        stem: &str,
+        mime: Option<&str>,
+        data: &str,
+    ) -> Result<(PathBuf, usize), String> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(data.trim())
+            .map_err(|e| format!("the base64 data does not decode: {e}"))?;
+        let dir = self
+            .folder()
+            .map_err(|e| format!("cannot create the folder: {e}"))?;
+        self.count += 1;
+        let stem: String = stem
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(60)
+            .collect();
+        let path = dir.join(format!("{stem}-{}.{}", self.count, extension(mime)));
+        std::fs::write(&path, &bytes)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        Ok((path, bytes.len()))
+    }
+}
+
+/// A file extension for a MIME type.
+fn extension(mime: Option<&str>) -> &'static str {
+    let mime = mime.unwrap_or("").split(';').next().unwrap_or("").trim();
+    match mime {
+        "image/png" => "png",
+        "image/jpeg" | "image/jpg" => "jpg",
+        "image/gif" => "gif",
+        "image/webp" => "webp",
+        "image/svg+xml" => "svg",
+        "audio/wav" | "audio/x-wav" | "audio/wave" => "wav",
+        "audio/mpeg" | "audio/mp3" => "mp3",
+        "audio/ogg" => "ogg",
+        "audio/flac" => "flac",
+        "application/pdf" => "pdf",
+        "application/json" => "json",
+        "text/plain" => "txt",
+        "text/html" => "html",
+        "text/markdown" => "md",
+        _ => "bin",
+    }
+}
+
+/// Writes content blocks for a person: text as text, media saved to files, resources summarised.
+pub(crate) fn render_blocks(
+    out: &mut impl Write,
+    style: &Style,
+    media: &mut Media,
+    stem: &str,
+    blocks: &[ContentBlock],
+) -> std::io::Result<()> {
+    for block in blocks {
+        match block {
+            ContentBlock::Text(t) => {
+                writeln!(out, "{}", t.text)?;
+            }
+            ContentBlock::Image(i) => {
+                saved(out, style, media, stem, "image", &i.mime_type, &i.data)?
+            }
+            ContentBlock::Audio(a) => {
+                saved(out, style, media, stem, "audio", &a.mime_type, &a.data)?
+            }
+            ContentBlock::ResourceLink(link) => {
+                let mut line = format!("{} {}", style.cyan("[resource link]"), link.uri);
+                let name = link.title.as_deref().unwrap_or(&link.name);
+                line.push_str(&format!(" ({name}"));
+                if let Some(mime) = &link.mime_type {
+                    line.push_str(&format!(", {mime}"));
+                }
+                if let Some(size) = link.size {
+                    line.push_str(&format!(", {size} bytes"));
+                }
+                line.push(')');
+                writeln!(out, "{line}")?;
+                if let Some(description) = &link.description {
+                    writeln!(out, "  {}", style.dim(&first_line(Some(description))))?;
+                }
+            }
+            ContentBlock::Resource(embedded) => {
+                render_contents(
+                    out,
+                    style,
+                    media,
+                    stem,
+                    std::slice::from_ref(&embedded.resource),
+                    true,
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn saved(
+    out: &mut impl Write,
+    style: &Style,
+    media: &mut Media,
+    stem: &str,
+    kind: &str,
+    mime: &str,
+    data: &str,
+) -> std::io::Result<()> {
+    match media.save(stem, Some(mime), data) {
+        Ok((path, len)) => writeln!(
+            out,
+            "{} {mime}, {len} bytes, saved to {}",
+            style.cyan(&format!("[{kind}]")),
+            path.display()
+        ),
+        Err(e) => writeln!(
+            out,
+            "{} {mime}: not saved: {e}",
+            style.cyan(&format!("[{kind}]"))
+        ),
+    }
+}
+
+/// Writes resource contents: a header per part when there are several (or for embedded ones),
+/// text as text, binary saved to a file.
+pub(crate) fn render_contents(
+    out: &mut impl Write,
+    style: &Style,
+    media: &mut Media,
+    stem: &str,
+    contents: &[ResourceContents],
+    embedded: bool,
+) -> std::io::Result<()> {
+    let headers = embedded || contents.len() > 1;
+    for part in contents {
+        let mime = part
+            .mime_type()
+            .map(|m| format!(" ({m})"))
+            .unwrap_or_default();
+        match part {
+            ResourceContents::Text(t) => {
+                if headers {
+                    let label = if embedded { "[resource]" } else { "--" };
+                    writeln!(out, "{} {}{mime}", style.cyan(label), t.uri)?;
+                }
+                writeln!(out, "{}", t.text)?;
+            }
+            ResourceContents::Blob(b) => {
+                let label = if embedded { "[resource]" } else { "[binary]" };
+                match media.save(stem, b.mime_type.as_deref(), &b.blob) {
+                    Ok((path, len)) => writeln!(
+                        out,
+                        "{} {}{mime}, {len} bytes, saved to {}",
+                        style.cyan(label),
+                        b.uri,
+                        path.display()
+                    )?,
+                    Err(e) => {
+                        writeln!(out, "{} {}{mime}: not saved: {e}", style.cyan(label), b.uri)?
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Pretty JSON for a person.
+pub(crate) fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}
+
+/// A file name stem for media from `name` (a tool, a URI).
+pub(crate) fn stem_of(name: &str) -> String {
+    let base = name
+        .rsplit(['/', ':'])
+        .find(|s| !s.is_empty())
+        .unwrap_or(name);
+    if base.is_empty() {
+        "content".into()
+    } else {
+        base.to_owned()
+    }
+}
+
+/// True when `dir` looks writable enough to be worth trying (used for a clear early error).
+pub(crate) fn check_dir(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("--save-dir {}: {e}", dir.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_types::{ImageContent, TextResourceContents};
+
+    #[test]
+    fn tables_align_and_cut_the_last_column() {
+        let style = Style::plain(Some(30));
+        let rows = vec![
+            vec!["a".into(), "short".into()],
+            vec![
+                "longer_name".into(),
+                "a description that is far too long for thirty".into(),
+            ],
+        ];
+        let text = style.table(&["NAME", "DESCRIPTION"], &rows);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "NAME         DESCRIPTION");
+        assert_eq!(lines[1], "a            short");
+        assert!(lines[2].starts_with("longer_name  a description"));
+        assert_eq!(lines[2].chars().count(), 30);
+        assert!(lines[2].ends_with('…'));
+        let wide = Style::plain(None).table(&["NAME", "DESCRIPTION"], &rows);
+        assert!(wide.contains("far too long for thirty"));
+    }
+
+    #[test]
+    fn truncation_and_first_lines() {
+        assert_eq!(truncate("héllo", 5), "héllo");
+        assert_eq!(truncate("héllo world", 6), "héllo…");
+        assert_eq!(first_line(Some("\n  first\nsecond")), "first");
+        assert_eq!(first_line(None), "");
+        assert_eq!(stem_of("test://static-binary"), "static-binary");
+        assert_eq!(stem_of("tool"), "tool");
+    }
+
+    #[test]
+    fn media_is_saved_and_text_is_printed() {
+        let dir = std::env::temp_dir().join(format!("mcp-cli-unit-{}", std::process::id()));
+        let mut media = Media::new(Some(dir.clone()));
+        let mut out = Vec::new();
+        let blocks = vec![
+            ContentBlock::text("hello"),
+            ContentBlock::Image(ImageContent::new("aGk=", "image/png")),
+            ContentBlock::embedded(TextResourceContents::new("test://x", "inner")),
+        ];
+        render_blocks(&mut out, &Style::plain(None), &mut media, "t", &blocks).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.starts_with("hello\n[image] image/png, 2 bytes, saved to "),
+            "{text}"
+        );
+        assert!(text.contains("[resource] test://x\ninner\n"), "{text}");
+        assert_eq!(std::fs::read(dir.join("t-1.png")).unwrap(), b"hi");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

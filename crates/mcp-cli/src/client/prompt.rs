@@ -1,0 +1,746 @@
+//! Answering elicitations in the terminal: one prompt per field of the requested schema, with the
+//! schema's checks, then the answer; URL elicitations ask for consent and never open the URL.
+//!
+//! Questions go to stderr (stdout keeps the result); answers are read line by line from stdin, so a
+//! script can pipe them in. When the input ends, the elicitation is cancelled.
+
+use std::collections::BTreeMap;
+use std::io::{self, BufRead, Write};
+
+use mcp_types::{
+    ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult, ElicitValue, NumberSchema,
+    NumberType, PrimitiveSchemaDefinition as P, StringFormat, StringSchema,
+};
+
+use super::output::Style;
+
+/// Reads answers from `input` and writes questions to `output`.
+pub(crate) struct Asker<'a, R, W> {
+    input: R,
+    output: W,
+    style: &'a Style,
+    /// Whether to write each answer after its question (when the input is not a terminal that
+    /// echoes it), so a transcript reads as a dialogue.
+    echo: bool,
+}
+
+/// The input ended before the answers did.
+struct Eof;
+
+/// What was typed for a field.
+enum Answer {
+    /// The text, or the default when nothing was typed.
+    Text(String),
+    /// Nothing, for an optional field without a default.
+    Skip,
+}
+
+/// One option of an enum field: the value sent and the label shown.
+struct Choice {
+    value: String,
+    label: Option<String>,
+}
+
+impl<'a, R: BufRead, W: Write> Asker<'a, R, W> {
+    pub(crate) fn new(input: R, output: W, style: &'a Style) -> Self {
+        Asker {
+            input,
+            output,
+            style,
+            echo: false,
+        }
+    }
+
+    /// Writes each answer read after its question.
+    pub(crate) fn echo(mut self, echo: bool) -> Self {
+        self.echo = echo;
+        self
+    }
+
+    /// Reads one line without its line ending; `Err(Eof)` at the end of the input.
+    fn line(&mut self) -> Result<String, Eof> {
+        let _ = self.output.flush();
+        let mut line = String::new();
+        match self.input.read_line(&mut line) {
+            Ok(0) | Err(_) => Err(Eof),
+            Ok(_) => {
+                while line.ends_with(['\n', '\r']) {
+                    line.pop();
+                }
+                if self.echo {
+                    let _ = writeln!(self.output, "{line}");
+                }
+                Ok(line)
+            }
+        }
+    }
+
+    fn say(&mut self, text: &str) {
+        let _ = writeln!(self.output, "{text}");
+    }
+
+    fn ask(&mut self, question: &str) -> Result<String, Eof> {
+        let _ = write!(self.output, "{question}");
+        self.line()
+    }
+
+    fn complain(&mut self, problem: &str) {
+        let text = self.style.red(&format!("  ! {problem}"));
+        self.say(&text);
+    }
+
+    /// The form flow: the message, accept/decline/cancel, then each field.
+    pub(crate) fn form(&mut self, params: &ElicitRequestFormParams) -> ElicitResult {
+        match self.form_inner(params) {
+            Ok(result) => result,
+            Err(Eof) => {
+                self.say("  (the input ended: the request is cancelled)");
+                ElicitResult::cancel()
+            }
+        }
+    }
+
+    fn form_inner(&mut self, params: &ElicitRequestFormParams) -> Result<ElicitResult, Eof> {
+        let schema = &params.requested_schema;
+        let header = self.style.bold("The server asks:");
+        self.say(&format!("\n{header} {}", params.message));
+        if !schema.properties.is_empty() {
+            let names: Vec<&str> = schema.properties.iter().map(|(n, _)| n.as_str()).collect();
+            let fields = self.style.dim(&format!("  fields: {}", names.join(", ")));
+            self.say(&fields);
+        }
+        loop {
+            let answer =
+                self.ask("Answer? [a]ccept and fill in, [d]ecline, [c]ancel (default a): ")?;
+            match answer.trim().to_ascii_lowercase().as_str() {
+                "" | "a" | "accept" => break,
+                "d" | "decline" => return Ok(ElicitResult::decline()),
+                "c" | "cancel" => return Ok(ElicitResult::cancel()),
+                _ => self.complain("type a, d or c"),
+            }
+        }
+        let required = schema.required.as_deref().unwrap_or_default();
+        let mut content = BTreeMap::new();
+        for (name, field) in &schema.properties {
+            let is_required = required.iter().any(|r| r == name);
+            if let Some(value) = self.field(name, field, is_required)? {
+                content.insert(name.clone(), value);
+            }
+        }
+        Ok(ElicitResult::accept(content))
+    }
+
+    /// The URL flow: show the full URL and ask for consent; the URL is never opened here.
+    pub(crate) fn url(&mut self, params: &ElicitRequestURLParams) -> ElicitResult {
+        let header = self.style.bold("The server asks you to open a URL:");
+        self.say(&format!("\n{header} {}", params.message));
+        let url = self.style.cyan(&params.url);
+        self.say(&format!("  URL: {url}"));
+        self.say("  (mcp does not open or fetch it: open it yourself if you trust it)");
+        loop {
+            let Ok(answer) =
+                self.ask("Consent? [y]es I will open it, [n]o decline, [c]ancel (default n): ")
+            else {
+                self.say("  (the input ended: the request is cancelled)");
+                return ElicitResult::cancel();
+            };
+            match answer.trim().to_ascii_lowercase().as_str() {
+                "y" | "yes" => return ElicitResult::accept_url(),
+                "" | "n" | "no" => return ElicitResult::decline(),
+                "c" | "cancel" => return ElicitResult::cancel(),
+                _ => self.complain("type y, n or c"),
+            }
+        }
+    }
+
+    /// Asks for one field until the answer passes its checks; `None` leaves an optional field out.
+    fn field(&mut self, name: &str, field: &P, required: bool) -> Result<Option<ElicitValue>, Eof> {
+        let (title, description) = labels(field);
+        let label = title.unwrap_or(name);
+        let mut heading = format!(
+            "{}{}",
+            self.style.bold(label),
+            if required { " *" } else { "" }
+        );
+        if title.is_some_and(|t| t != name) {
+            heading.push_str(&self.style.dim(&format!(" ({name})")));
+        }
+        self.say(&heading);
+        if let Some(description) = description {
+            let text = self.style.dim(&format!("  {description}"));
+            self.say(&text);
+        }
+        match field {
+            P::String(s) => self.string(s, required),
+            P::Number(n) => self.number(n, required),
+            P::Boolean(b) => self.boolean(b.default, required),
+            P::UntitledSingleSelectEnum(e) => {
+                let choices = e.r#enum.iter().map(|v| Choice {
+                    value: v.clone(),
+                    label: None,
+                });
+                self.single(choices.collect(), e.default.as_deref(), required)
+            }
+            P::TitledSingleSelectEnum(e) => {
+                let choices = e.one_of.iter().map(|o| Choice {
+                    value: o.r#const.clone(),
+                    label: Some(o.title.clone()),
+                });
+                self.single(choices.collect(), e.default.as_deref(), required)
+            }
+            P::LegacyTitledEnum(e) => {
+                let names = e.enum_names.as_ref().filter(|n| n.len() == e.r#enum.len());
+                let choices = e.r#enum.iter().enumerate().map(|(i, v)| Choice {
+                    value: v.clone(),
+                    label: names.map(|n| n[i].clone()),
+                });
+                self.single(choices.collect(), e.default.as_deref(), required)
+            }
+            P::UntitledMultiSelectEnum(e) => {
+                let choices = e.items.r#enum.iter().map(|v| Choice {
+                    value: v.clone(),
+                    label: None,
+                });
+                self.multi(
+                    choices.collect(),
+                    e.default.as_deref(),
+                    (e.min_items, e.max_items),
+                    required,
+                )
+            }
+            P::TitledMultiSelectEnum(e) => {
+                let choices = e.items.any_of.iter().map(|o| Choice {
+                    value: o.r#const.clone(),
+                    label: Some(o.title.clone()),
+                });
+                self.multi(
+                    choices.collect(),
+                    e.default.as_deref(),
+                    (e.min_items, e.max_items),
+                    required,
+                )
+            }
+        }
+    }
+
+    /// Reads an answer: text, or (when empty) the default, or leaving an optional field out; a
+    /// required field without a default is asked again.
+    fn read(&mut self, hint: &str, default: Option<&str>, required: bool) -> Result<Answer, Eof> {
+        let default_text = default
+            .map(|d| format!(" (default {d})"))
+            .unwrap_or_default();
+        loop {
+            let answer = self.ask(&format!("  {hint}{default_text}> "))?;
+            if !answer.trim().is_empty() {
+                return Ok(Answer::Text(answer));
+            }
+            if let Some(default) = default {
+                return Ok(Answer::Text(default.to_owned()));
+            }
+            if !required {
+                return Ok(Answer::Skip);
+            }
+            self.complain("this field is required");
+        }
+    }
+
+    fn string(&mut self, s: &StringSchema, required: bool) -> Result<Option<ElicitValue>, Eof> {
+        let mut hint = vec!["text".to_owned()];
+        if let Some(format) = &s.format {
+            hint.push(format_name(format).to_owned());
+        }
+        match (s.min_length, s.max_length) {
+            (Some(min), Some(max)) => hint.push(format!("{min}-{max} characters")),
+            (Some(min), None) => hint.push(format!("at least {min} characters")),
+            (None, Some(max)) => hint.push(format!("at most {max} characters")),
+            (None, None) => {}
+        }
+        let hint = format!("[{}]", hint.join(", "));
+        loop {
+            let Answer::Text(answer) = self.read(&hint, s.default.as_deref(), required)? else {
+                return Ok(None);
+            };
+            match check_string(s, &answer) {
+                Ok(()) => return Ok(Some(ElicitValue::String(answer))),
+                Err(problem) => self.complain(&problem),
+            }
+        }
+    }
+
+    fn number(&mut self, n: &NumberSchema, required: bool) -> Result<Option<ElicitValue>, Eof> {
+        let integer = n.r#type == NumberType::Integer;
+        let kind = if integer { "integer" } else { "number" };
+        let range = match (n.minimum, n.maximum) {
+            (Some(min), Some(max)) => format!(", {min} to {max}"),
+            (Some(min), None) => format!(", at least {min}"),
+            (None, Some(max)) => format!(", at most {max}"),
+            (None, None) => String::new(),
+        };
+        let hint = format!("[{kind}{range}]");
+        let default = n.default.map(|d| d.to_string());
+        loop {
+            let Answer::Text(answer) = self.read(&hint, default.as_deref(), required)? else {
+                return Ok(None);
+            };
+            match parse_number(n, answer.trim()) {
+                Ok(value) => return Ok(Some(ElicitValue::Number(value))),
+                Err(problem) => self.complain(&problem),
+            }
+        }
+    }
+
+    fn boolean(
+        &mut self,
+        default: Option<bool>,
+        required: bool,
+    ) -> Result<Option<ElicitValue>, Eof> {
+        let hint = match default {
+            Some(true) => "[Y/n]",
+            Some(false) => "[y/N]",
+            None => "[y/n]",
+        };
+        loop {
+            let answer = self.ask(&format!("  {hint}> "))?;
+            match answer.trim().to_ascii_lowercase().as_str() {
+                "y" | "yes" | "true" | "1" => return Ok(Some(ElicitValue::Boolean(true))),
+                "n" | "no" | "false" | "0" => return Ok(Some(ElicitValue::Boolean(false))),
+                "" if default.is_some() => return Ok(default.map(ElicitValue::Boolean)),
+                "" if !required => return Ok(None),
+                "" => self.complain("this field is required"),
+                _ => self.complain("type y or n"),
+            }
+        }
+    }
+
+    fn list_choices(&mut self, choices: &[Choice]) {
+        for (i, choice) in choices.iter().enumerate() {
+            let text = match &choice.label {
+                Some(label) if *label != choice.value => {
+                    format!(
+                        "    {}) {label} {}",
+                        i + 1,
+                        self.style.dim(&format!("[{}]", choice.value))
+                    )
+                }
+                _ => format!("    {}) {}", i + 1, choice.value),
+            };
+            self.say(&text);
+        }
+    }
+
+    fn single(
+        &mut self,
+        choices: Vec<Choice>,
+        default: Option<&str>,
+        required: bool,
+    ) -> Result<Option<ElicitValue>, Eof> {
+        self.list_choices(&choices);
+        let hint = format!("[choose 1-{}]", choices.len());
+        loop {
+            let Answer::Text(answer) = self.read(&hint, default, required)? else {
+                return Ok(None);
+            };
+            match pick(&choices, answer.trim()) {
+                Some(value) => return Ok(Some(ElicitValue::String(value))),
+                None => self.complain(&format!("choose a number from 1 to {}", choices.len())),
+            }
+        }
+    }
+
+    fn multi(
+        &mut self,
+        choices: Vec<Choice>,
+        default: Option<&[String]>,
+        (min, max): (Option<u64>, Option<u64>),
+        required: bool,
+    ) -> Result<Option<ElicitValue>, Eof> {
+        self.list_choices(&choices);
+        let mut hint = format!("[choose any of 1-{}, separated by commas", choices.len());
+        match (min, max) {
+            (Some(min), Some(max)) => hint.push_str(&format!("; {min} to {max} of them")),
+            (Some(min), None) => hint.push_str(&format!("; at least {min}")),
+            (None, Some(max)) => hint.push_str(&format!("; at most {max}")),
+            (None, None) => {}
+        }
+        hint.push(']');
+        let default_text = default.map(|d| d.join(","));
+        loop {
+            let Answer::Text(answer) = self.read(&hint, default_text.as_deref(), required)? else {
+                return Ok(None);
+            };
+            let mut values: Vec<String> = Vec::new();
+            let mut bad = None;
+            for part in answer
+                .split([',', ' '])
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+            {
+                match pick(&choices, part) {
+                    Some(v) if !values.contains(&v) => values.push(v),
+                    Some(_) => {}
+                    None => bad = Some(part.to_owned()),
+                }
+            }
+            if let Some(bad) = bad {
+                self.complain(&format!("{bad:?} is not one of the choices"));
+                continue;
+            }
+            let n = values.len() as u64;
+            if min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m) {
+                self.complain(&format!(
+                    "choose between {} and {} options",
+                    min.unwrap_or(0),
+                    max.map_or("any number of".to_owned(), |m| m.to_string())
+                ));
+                continue;
+            }
+            return Ok(Some(ElicitValue::StringArray(values)));
+        }
+    }
+}
+
+/// The title and description of a field.
+fn labels(field: &P) -> (Option<&str>, Option<&str>) {
+    let (title, description) = match field {
+        P::String(s) => (&s.title, &s.description),
+        P::Number(s) => (&s.title, &s.description),
+        P::Boolean(s) => (&s.title, &s.description),
+        P::UntitledSingleSelectEnum(s) => (&s.title, &s.description),
+        P::TitledSingleSelectEnum(s) => (&s.title, &s.description),
+        P::UntitledMultiSelectEnum(s) => (&s.title, &s.description),
+        P::TitledMultiSelectEnum(s) => (&s.title, &s.description),
+        P::LegacyTitledEnum(s) => (&s.title, &s.description),
+    };
+    (title.as_deref(), description.as_deref())
+}
+
+/// An option by its number (1-based), its value, or its label (ignoring case).
+fn pick(choices: &[Choice], answer: &str) -> Option<String> {
+    if let Ok(n) = answer.parse::<usize>()
+        && (1..=choices.len()).contains(&n)
+    {
+        return Some(choices[n - 1].value.clone());
+    }
+    choices
+        .iter()
+        .find(|c| c.value == answer)
+        .or_else(|| {
+            choices.iter().find(|c| {
+                c.label
+                    .as_deref()
+                    .is_some_and(|l| l.eq_ignore_ascii_case(answer))
+                    || c.value.eq_ignore_ascii_case(answer)
+            })
+        })
+        .map(|c| c.value.clone())
+}
+
+fn format_name(format: &StringFormat) -> &'static str {
+    match format {
+        StringFormat::Email => "email",
+        StringFormat::Uri => "URI",
+        StringFormat::Date => "date YYYY-MM-DD",
+        StringFormat::DateTime => "date-time YYYY-MM-DDTHH:MM:SSZ",
+    }
+}
+
+/// The checks of a string field: length in characters, then format.
+pub(crate) fn check_string(s: &StringSchema, value: &str) -> Result<(), String> {
+    let len = value.chars().count() as u64;
+    if let Some(min) = s.min_length
+        && len < min
+    {
+        return Err(format!("at least {min} characters, please ({len} given)"));
+    }
+    if let Some(max) = s.max_length
+        && len > max
+    {
+        return Err(format!("at most {max} characters, please ({len} given)"));
+    }
+    let ok = match &s.format {
+        None => true,
+        Some(StringFormat::Email) => is_email(value),
+        Some(StringFormat::Uri) => is_uri(value),
+        Some(StringFormat::Date) => is_date(value),
+        Some(StringFormat::DateTime) => is_date_time(value),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "not a valid {}",
+            format_name(s.format.as_ref().expect("a format failed"))
+        ))
+    }
+}
+
+fn is_email(value: &str) -> bool {
+    let Some((local, domain)) = value.rsplit_once('@') else {
+        return false;
+    };
+    !local.is_empty()
+        && !domain.is_empty()
+        && !value.chars().any(char::is_whitespace)
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+}
+
+fn is_uri(value: &str) -> bool {
+    let Some((scheme, rest)) = value.split_once(':') else {
+        return false;
+    };
+    let mut chars = scheme.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        && !rest.is_empty()
+        && !value.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+fn digits(text: &str, n: usize) -> Option<u32> {
+    (text.len() == n && text.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| text.parse().ok())
+        .flatten()
+}
+
+fn is_date(value: &str) -> bool {
+    let mut parts = value.split('-');
+    let (Some(y), Some(m), Some(d), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    let (Some(y), Some(m), Some(d)) = (digits(y, 4), digits(m, 2), digits(d, 2)) else {
+        return false;
+    };
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days = match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days).contains(&d)
+}
+
+/// RFC 3339: `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`.
+fn is_date_time(value: &str) -> bool {
+    let Some((date, time)) = value.split_once(['T', 't']) else {
+        return false;
+    };
+    if !is_date(date) {
+        return false;
+    }
+    let (clock, zone) = if let Some(clock) = time.strip_suffix(['Z', 'z']) {
+        (clock, None)
+    } else if let Some(at) = time.rfind(['+', '-']) {
+        (&time[..at], Some(&time[at + 1..]))
+    } else {
+        return false;
+    };
+    let clock = clock.split_once('.').map_or(clock, |(c, frac)| {
+        if !frac.is_empty() && frac.bytes().all(|b| b.is_ascii_digit()) {
+            c
+        } else {
+            ""
+        }
+    });
+    let hms: Vec<&str> = clock.split(':').collect();
+    let ok_clock = hms.len() == 3
+        && digits(hms[0], 2).is_some_and(|h| h < 24)
+        && digits(hms[1], 2).is_some_and(|m| m < 60)
+        && digits(hms[2], 2).is_some_and(|s| s <= 60);
+    let ok_zone = zone.is_none_or(|z| {
+        z.split_once(':').is_some_and(|(h, m)| {
+            digits(h, 2).is_some_and(|h| h < 24) && digits(m, 2).is_some_and(|m| m < 60)
+        })
+    });
+    ok_clock && ok_zone
+}
+
+/// Parses and range-checks a number field's answer.
+pub(crate) fn parse_number(n: &NumberSchema, text: &str) -> Result<serde_json::Number, String> {
+    let integer = n.r#type == NumberType::Integer;
+    let (value, number) = if integer {
+        let v: i64 = text
+            .parse()
+            .map_err(|_| format!("{text:?} is not a whole number"))?;
+        (v as f64, serde_json::Number::from(v))
+    } else {
+        let v: f64 = text
+            .parse()
+            .ok()
+            .filter(|v: &f64| v.is_finite())
+            .ok_or_else(|| format!("{text:?} is not a number"))?;
+        let number = match text.parse::<i64>() {
+            Ok(i) => serde_json::Number::from(i),
+            Err(_) => serde_json::Number::from_f64(v).ok_or("not a finite number")?,
+        };
+        (v, number)
+    };
+    if let Some(min) = n.minimum
+        && value < min
+    {
+        return Err(format!("at least {min}, please"));
+    }
+    if let Some(max) = n.maximum
+        && value > max
+    {
+        return Err(format!("at most {max}, please"));
+    }
+    Ok(number)
+}
+
+/// Writes a note to stderr for an elicitation declined without asking (`--no-input`).
+pub(crate) fn note_declined(style: &Style, message: &str) {
+    let mut err = io::stderr();
+    let _ = writeln!(
+        err,
+        "{} {message}",
+        style.yellow("elicitation declined (--no-input):")
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_types::{
+        BooleanSchema, ElicitAction, EnumOption, RequestedSchema, TitledMultiSelectEnumSchema,
+        TitledSingleSelectEnumSchema, UntitledSingleSelectEnumSchema,
+    };
+    use serde_json::json;
+
+    fn run_form(params: &ElicitRequestFormParams, input: &str) -> (ElicitResult, String) {
+        let style = Style::plain(None);
+        let mut out = Vec::new();
+        let result = Asker::new(input.as_bytes(), &mut out, &style).form(params);
+        (result, String::from_utf8(out).unwrap())
+    }
+
+    fn content(result: &ElicitResult) -> serde_json::Value {
+        serde_json::to_value(result.content.clone().unwrap_or_default()).unwrap()
+    }
+
+    fn rich() -> ElicitRequestFormParams {
+        let mut email = StringSchema::new().with_format(StringFormat::Email);
+        email.min_length = Some(5);
+        let mut nick = StringSchema::new().with_title("Nickname");
+        nick.default = Some("anon".into());
+        let mut age = NumberSchema::integer().with_range(Some(0.0), Some(150.0));
+        age.default = None;
+        let mut colour = UntitledSingleSelectEnumSchema::new(vec!["red".into(), "green".into()]);
+        colour.default = Some("green".into());
+        let size = TitledSingleSelectEnumSchema::new(vec![
+            EnumOption::new("s", "Small"),
+            EnumOption::new("l", "Large"),
+        ]);
+        let mut toppings = TitledMultiSelectEnumSchema::new(vec![
+            EnumOption::new("ham", "Ham"),
+            EnumOption::new("egg", "Egg"),
+            EnumOption::new("olive", "Olive"),
+        ]);
+        toppings.max_items = Some(2);
+        ElicitRequestFormParams::new(
+            "Order a pizza",
+            RequestedSchema::new()
+                .required_property("email", email)
+                .property("nick", nick)
+                .required_property("age", age)
+                .property("colour", colour)
+                .required_property("size", size)
+                .property("toppings", toppings)
+                .property("extra", BooleanSchema::new()),
+        )
+    }
+
+    #[test]
+    fn a_form_with_every_kind_of_field() {
+        // accept; email: invalid, too short, then good; nick: default; age: not a number, out of
+        // range, then 42; colour: default; size: by label; toppings: three (too many) then 1,3;
+        // extra: y.
+        let input =
+            "a\nnot-an-email\na@b\nme@example.com\n\nabc\n200\n42\n\nlarge\n1,2,3\n1, 3\ny\n";
+        let (result, transcript) = run_form(&rich(), input);
+        assert_eq!(result.action, ElicitAction::Accept, "{transcript}");
+        assert_eq!(
+            content(&result),
+            json!({
+                "email": "me@example.com", "nick": "anon", "age": 42, "colour": "green",
+                "size": "l", "toppings": ["ham", "olive"], "extra": true
+            })
+        );
+        assert!(transcript.contains("The server asks: Order a pizza"));
+        assert!(transcript.contains("not a valid email"));
+        assert!(transcript.contains("at least 5 characters"));
+        assert!(transcript.contains("is not a whole number"));
+        assert!(transcript.contains("at most 150"));
+        assert!(transcript.contains("(default anon)"));
+        assert!(transcript.contains("1) Small [s]"));
+        assert!(transcript.contains("choose between 0 and 2 options"));
+    }
+
+    #[test]
+    fn required_fields_are_enforced_and_optional_ones_skipped() {
+        let params = ElicitRequestFormParams::new(
+            "?",
+            RequestedSchema::new()
+                .required_property("name", StringSchema::new())
+                .property("note", StringSchema::new())
+                .property("ok", BooleanSchema::new()),
+        );
+        let (result, transcript) = run_form(&params, "\n\nbob\n\n\n");
+        assert_eq!(content(&result), json!({"name": "bob"}));
+        assert!(transcript.contains("this field is required"));
+    }
+
+    #[test]
+    fn decline_cancel_and_end_of_input() {
+        let params = rich();
+        assert_eq!(run_form(&params, "d\n").0.action, ElicitAction::Decline);
+        assert_eq!(run_form(&params, "cancel\n").0.action, ElicitAction::Cancel);
+        assert_eq!(
+            run_form(&params, "a\nme@example.com\n").0.action,
+            ElicitAction::Cancel
+        );
+        assert_eq!(run_form(&params, "").0.action, ElicitAction::Cancel);
+    }
+
+    #[test]
+    fn urls_need_consent_and_are_shown_whole() {
+        let style = Style::plain(None);
+        let params = ElicitRequestURLParams::new("Sign in", "https://example.com/auth?x=1&y=2");
+        for (input, action) in [
+            ("y\n", ElicitAction::Accept),
+            ("\n", ElicitAction::Decline),
+            ("what\nc\n", ElicitAction::Cancel),
+            ("", ElicitAction::Cancel),
+        ] {
+            let mut out = Vec::new();
+            let result = Asker::new(input.as_bytes(), &mut out, &style).url(&params);
+            assert_eq!(result.action, action, "{input:?}");
+            let text = String::from_utf8(out).unwrap();
+            assert!(
+                text.contains("URL: https://example.com/auth?x=1&y=2"),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn formats() {
+        assert!(
+            is_email("a@b.co") && !is_email("a@b") && !is_email("a b@c.d") && !is_email("@b.c")
+        );
+        assert!(is_uri("https://x") && is_uri("urn:isbn:1") && !is_uri("nope") && !is_uri("1x:y"));
+        assert!(is_date("2024-02-29") && !is_date("2023-02-29") && !is_date("2024-13-01"));
+        assert!(is_date_time("2024-01-02T03:04:05Z"));
+        assert!(is_date_time("2024-01-02T03:04:05.123+05:30"));
+        assert!(!is_date_time("2024-01-02 03:04:05Z") && !is_date_time("2024-01-02T25:00:00Z"));
+        assert!(!is_date_time("2024-01-02T03:04:05"));
+        let n = NumberSchema::number().with_range(Some(-1.0), Some(1.0));
+        assert_eq!(parse_number(&n, "0.5").unwrap().as_f64(), Some(0.5));
+        assert_eq!(parse_number(&n, "1").unwrap().as_i64(), Some(1));
+        assert!(parse_number(&n, "2").is_err() && parse_number(&n, "NaN").is_err());
+    }
+}

@@ -1,0 +1,637 @@
+//! What each verb asks the server and how it shows the answer.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+
+use futures_util::StreamExt as _;
+use mcp_client::{Client, ListenEvent};
+use mcp_types::{
+    CallToolResult, CompleteArgument, CompleteContext, CompletionReference, ContentBlock,
+    DiscoverResult, LoggingLevel, SubscriptionFilter,
+};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::args::{key_value, tool_arguments};
+use super::connect::{connect, stderr_style};
+use super::output::{self, Media, Style, first_line};
+use super::progress::Progress;
+use super::{CallArgs, CliError, Common, CompleteArgs, ListenArgs, PromptArgs, ReadArgs, Verb};
+
+/// Runs one verb: connect, ask, show, close.
+pub(crate) async fn run(verb: Verb) -> Result<(), CliError> {
+    let common = match &verb {
+        Verb::Discover(c)
+        | Verb::Tools(c)
+        | Verb::Resources(c)
+        | Verb::Templates(c)
+        | Verb::Prompts(c) => c,
+        Verb::Call(a) => &a.common,
+        Verb::Read(a) => &a.common,
+        Verb::Prompt(a) => &a.common,
+        Verb::Complete(a) => &a.common,
+        Verb::Listen(a) => &a.common,
+    }
+    .clone();
+    if let Some(dir) = &common.save_dir {
+        output::check_dir(dir).map_err(CliError::Usage)?;
+    }
+    let progress = Progress::default();
+    let client = connect(&common, &progress).await?;
+    let result = dispatch(&client, verb, &common, &progress).await;
+    progress.finish();
+    // Best effort: the answer is in; a server slow to exit is not the user's problem.
+    let _ = client.close().await;
+    result
+}
+
+async fn dispatch(
+    client: &Client,
+    verb: Verb,
+    common: &Common,
+    progress: &Progress,
+) -> Result<(), CliError> {
+    let out = Out {
+        style: Style::detect(),
+        json: common.json,
+    };
+    let mut media = Media::new(common.save_dir.clone());
+    match verb {
+        Verb::Discover(_) => discover(client, &out).await,
+        Verb::Tools(_) => tools(client, &out).await,
+        Verb::Call(args) => call(client, &out, &mut media, progress, args).await,
+        Verb::Resources(_) => resources(client, &out).await,
+        Verb::Templates(_) => templates(client, &out).await,
+        Verb::Read(args) => read(client, &out, &mut media, args).await,
+        Verb::Prompts(_) => prompts(client, &out).await,
+        Verb::Prompt(args) => prompt(client, &out, &mut media, args).await,
+        Verb::Complete(args) => complete(client, &out, args).await,
+        Verb::Listen(args) => listen(client, &out, args).await,
+    }
+}
+
+/// Where results go.
+struct Out {
+    style: Style,
+    json: bool,
+}
+
+impl Out {
+    fn print(&self, text: &str) {
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(text.as_bytes());
+        let _ = stdout.flush();
+    }
+
+    fn json(&self, value: &impl Serialize) {
+        let text = serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("\"{e}\""));
+        self.print(&format!("{text}\n"));
+    }
+}
+
+async fn discover(client: &Client, out: &Out) -> Result<(), CliError> {
+    let result: DiscoverResult = client.discover().await?;
+    if out.json {
+        out.json(&result);
+        return Ok(());
+    }
+    let s = &out.style;
+    let era = client.era();
+    let mut text = String::new();
+    if let Some(info) = result.meta.as_ref().and_then(|m| m.server_info.as_ref()) {
+        let title = info
+            .title
+            .as_deref()
+            .map(|t| format!(" ({t})"))
+            .unwrap_or_default();
+        text.push_str(&format!(
+            "{}  {} {}{title}\n",
+            s.bold("server      "),
+            info.name,
+            info.version
+        ));
+        if let Some(description) = &info.description {
+            text.push_str(&format!("              {description}\n"));
+        }
+    }
+    let kind = if era.is_legacy() {
+        "legacy, with initialize"
+    } else {
+        "stateless"
+    };
+    text.push_str(&format!(
+        "{}  {} ({kind}); the server supports {}\n",
+        s.bold("protocol    "),
+        era.version(),
+        result.supported_versions.join(", ")
+    ));
+    let capabilities = serde_json::to_value(&result.capabilities).unwrap_or(Value::Null);
+    let mut names = Vec::new();
+    if let Some(map) = capabilities.as_object() {
+        for (name, value) in map {
+            let flags: Vec<&str> = value
+                .as_object()
+                .map(|m| {
+                    m.iter()
+                        .filter(|(_, v)| **v == Value::Bool(true))
+                        .map(|(k, _)| k.as_str())
+                        .collect()
+                })
+                .unwrap_or_default();
+            if flags.is_empty() {
+                names.push(name.clone());
+            } else {
+                names.push(format!("{name} ({})", flags.join(", ")));
+            }
+        }
+    }
+    let names = if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    };
+    text.push_str(&format!("{}  {names}\n", s.bold("capabilities")));
+    if let Some(instructions) = &result.instructions {
+        text.push_str(&format!("{}\n", s.bold("instructions")));
+        for line in instructions.lines() {
+            text.push_str(&format!("  {line}\n"));
+        }
+    }
+    out.print(&text);
+    Ok(())
+}
+
+async fn tools(client: &Client, out: &Out) -> Result<(), CliError> {
+    let tools = client.list_all_tools().await?;
+    if out.json {
+        out.json(&json!({ "tools": tools }));
+        return Ok(());
+    }
+    let titled = tools
+        .iter()
+        .any(|t| t.title.is_some() || t.annotations.as_ref().is_some_and(|a| a.title.is_some()));
+    let rows: Vec<Vec<String>> = tools
+        .iter()
+        .map(|t| {
+            let mut row = vec![t.name.clone()];
+            if titled {
+                let title = t
+                    .title
+                    .clone()
+                    .or_else(|| t.annotations.as_ref().and_then(|a| a.title.clone()));
+                row.push(title.unwrap_or_default());
+            }
+            row.push(first_line(t.description.as_deref()));
+            row
+        })
+        .collect();
+    let headers: &[&str] = if titled {
+        &["NAME", "TITLE", "DESCRIPTION"]
+    } else {
+        &["NAME", "DESCRIPTION"]
+    };
+    print_list(out, "tools", headers, &rows);
+    Ok(())
+}
+
+fn print_list(out: &Out, what: &str, headers: &[&str], rows: &[Vec<String>]) {
+    if rows.is_empty() {
+        out.print(&format!("{}\n", out.style.dim(&format!("(no {what})"))));
+    } else {
+        out.print(&out.style.table(headers, rows));
+    }
+}
+
+fn log_level(text: &str) -> Result<LoggingLevel, CliError> {
+    serde_json::from_value(Value::String(text.to_ascii_lowercase())).map_err(|_| {
+        CliError::usage(format!(
+            "--log {text:?}: use debug, info, notice, warning, error, critical, alert or emergency"
+        ))
+    })
+}
+
+async fn call(
+    client: &Client,
+    out: &Out,
+    media: &mut Media,
+    progress: &Progress,
+    args: CallArgs,
+) -> Result<(), CliError> {
+    let level = args.log.as_deref().map(log_level).transpose()?;
+    // The latest tools/list gives the schema that types --arg values, and (on HTTP) the
+    // x-mcp-header declarations the call mirrors into headers.
+    let tools = client.list_all_tools().await?;
+    let schema = tools
+        .iter()
+        .find(|t| t.name == args.name)
+        .map(|t| &t.input_schema);
+    if schema.is_none() {
+        let note = stderr_style().yellow(&format!(
+            "note: the server does not list a tool named {:?}; calling it anyway",
+            args.name
+        ));
+        eprintln!("{note}");
+    }
+    let arguments = tool_arguments(args.args_json.as_deref(), &args.args, schema)?;
+    let bar = progress.clone();
+    let mut request = client
+        .call_tool(args.name.clone(), Value::Object(arguments))
+        .on_progress(move |p| bar.update(p));
+    if let Some(level) = level {
+        let bar = progress.clone();
+        request = request.on_log(level, move |m| {
+            let logger = m
+                .logger
+                .as_deref()
+                .map(|l| format!(" {l}"))
+                .unwrap_or_default();
+            let data = match &m.data {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let level = serde_json::to_value(m.level)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            bar.suspend(|| eprintln!("[{level}{logger}] {data}"));
+        });
+    }
+    let result: CallToolResult = request.await?;
+    progress.finish();
+    let failed = result.is_error == Some(true);
+    if out.json {
+        out.json(&result);
+    } else {
+        // Servers usually repeat structured content as a JSON text block: show it once, pretty.
+        let structured = result.structured_content.as_ref();
+        let repeats = |block: &ContentBlock| {
+            structured.is_some()
+                && block
+                    .as_text()
+                    .and_then(|t| serde_json::from_str::<Value>(t).ok())
+                    .as_ref()
+                    == structured
+        };
+        let shown: Vec<ContentBlock> = result
+            .content
+            .iter()
+            .filter(|b| !repeats(b))
+            .cloned()
+            .collect();
+        let mut buffer = Vec::new();
+        let stem = output::stem_of(&args.name);
+        let _ = output::render_blocks(&mut buffer, &out.style, media, &stem, &shown);
+        if let Some(structured) = structured {
+            if !shown.is_empty() {
+                let label = out.style.dim("structured content:");
+                buffer.extend_from_slice(format!("{label}\n").as_bytes());
+            }
+            buffer.extend_from_slice(format!("{}\n", output::pretty(structured)).as_bytes());
+        }
+        out.print(&String::from_utf8_lossy(&buffer));
+    }
+    if failed {
+        let label = stderr_style().red("error:");
+        eprintln!(
+            "{label} the tool {:?} reported an error (isError)",
+            args.name
+        );
+        return Err(CliError::ToolError);
+    }
+    Ok(())
+}
+
+async fn resources(client: &Client, out: &Out) -> Result<(), CliError> {
+    let resources = client.list_all_resources().await?;
+    if out.json {
+        out.json(&json!({ "resources": resources }));
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = resources
+        .iter()
+        .map(|r| {
+            vec![
+                r.uri.clone(),
+                r.title.clone().unwrap_or_else(|| r.name.clone()),
+                r.mime_type.clone().unwrap_or_default(),
+                first_line(r.description.as_deref()),
+            ]
+        })
+        .collect();
+    print_list(
+        out,
+        "resources",
+        &["URI", "NAME", "MIME", "DESCRIPTION"],
+        &rows,
+    );
+    Ok(())
+}
+
+async fn templates(client: &Client, out: &Out) -> Result<(), CliError> {
+    let templates = client.list_all_resource_templates().await?;
+    if out.json {
+        out.json(&json!({ "resourceTemplates": templates }));
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = templates
+        .iter()
+        .map(|t| {
+            vec![
+                t.uri_template.clone(),
+                t.title.clone().unwrap_or_else(|| t.name.clone()),
+                t.mime_type.clone().unwrap_or_default(),
+                first_line(t.description.as_deref()),
+            ]
+        })
+        .collect();
+    print_list(
+        out,
+        "resource templates",
+        &["URI TEMPLATE", "NAME", "MIME", "DESCRIPTION"],
+        &rows,
+    );
+    Ok(())
+}
+
+async fn read(
+    client: &Client,
+    out: &Out,
+    media: &mut Media,
+    args: ReadArgs,
+) -> Result<(), CliError> {
+    let result = client.read_resource(args.uri.clone()).await?;
+    if out.json {
+        out.json(&result);
+        return Ok(());
+    }
+    let mut buffer = Vec::new();
+    let _ = output::render_contents(
+        &mut buffer,
+        &out.style,
+        media,
+        &output::stem_of(&args.uri),
+        &result.contents,
+        false,
+    );
+    out.print(&String::from_utf8_lossy(&buffer));
+    Ok(())
+}
+
+async fn prompts(client: &Client, out: &Out) -> Result<(), CliError> {
+    let prompts = client.list_all_prompts().await?;
+    if out.json {
+        out.json(&json!({ "prompts": prompts }));
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = prompts
+        .iter()
+        .map(|p| {
+            let arguments: Vec<String> = p
+                .arguments
+                .iter()
+                .flatten()
+                .map(|a| {
+                    format!(
+                        "{}{}",
+                        a.name,
+                        if a.required == Some(true) { "*" } else { "" }
+                    )
+                })
+                .collect();
+            let description = match &p.title {
+                Some(title) if p.description.is_some() => {
+                    format!("{title}: {}", first_line(p.description.as_deref()))
+                }
+                Some(title) => title.clone(),
+                None => first_line(p.description.as_deref()),
+            };
+            vec![p.name.clone(), arguments.join(", "), description]
+        })
+        .collect();
+    print_list(
+        out,
+        "prompts",
+        &["NAME", "ARGUMENTS (* required)", "DESCRIPTION"],
+        &rows,
+    );
+    Ok(())
+}
+
+fn string_pairs(pairs: &[String]) -> Result<BTreeMap<String, String>, CliError> {
+    pairs.iter().map(|p| key_value(p)).collect()
+}
+
+async fn prompt(
+    client: &Client,
+    out: &Out,
+    media: &mut Media,
+    args: PromptArgs,
+) -> Result<(), CliError> {
+    let arguments = string_pairs(&args.args)?;
+    let result = client.get_prompt(args.name.clone(), arguments).await?;
+    if out.json {
+        out.json(&result);
+        return Ok(());
+    }
+    let s = &out.style;
+    let mut buffer = Vec::new();
+    if let Some(description) = &result.description {
+        buffer.extend_from_slice(format!("{}\n", s.dim(description)).as_bytes());
+    }
+    for message in &result.messages {
+        let role = serde_json::to_value(message.role)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        buffer.extend_from_slice(format!("{}\n", s.green(&format!("{role}:"))).as_bytes());
+        let _ = output::render_blocks(
+            &mut buffer,
+            s,
+            media,
+            &output::stem_of(&args.name),
+            std::slice::from_ref(&message.content),
+        );
+    }
+    out.print(&String::from_utf8_lossy(&buffer));
+    Ok(())
+}
+
+async fn complete(client: &Client, out: &Out, args: CompleteArgs) -> Result<(), CliError> {
+    let reference = match (&args.prompt, &args.template) {
+        (Some(name), _) => CompletionReference::prompt(name.clone()),
+        (None, Some(uri)) => CompletionReference::resource(uri.clone()),
+        (None, None) => {
+            return Err(CliError::usage(
+                "give --prompt NAME or --template URI_TEMPLATE",
+            ));
+        }
+    };
+    let context = if args.context.is_empty() {
+        None
+    } else {
+        Some(CompleteContext {
+            arguments: Some(string_pairs(&args.context)?),
+        })
+    };
+    let result = client
+        .complete(
+            reference,
+            CompleteArgument::new(args.argument, args.value),
+            context,
+        )
+        .await?;
+    if out.json {
+        out.json(&result);
+        return Ok(());
+    }
+    let completion = &result.completion;
+    let mut text = String::new();
+    for value in &completion.values {
+        text.push_str(value);
+        text.push('\n');
+    }
+    if completion.values.is_empty() {
+        text.push_str(&format!("{}\n", out.style.dim("(no suggestions)")));
+    }
+    let shown = completion.values.len() as u64;
+    if completion.has_more == Some(true) || completion.total.is_some_and(|t| t > shown) {
+        let total = completion
+            .total
+            .map(|t| format!(" of {t}"))
+            .unwrap_or_default();
+        text.push_str(&format!(
+            "{}\n",
+            out.style
+                .dim(&format!("({shown}{total} shown; more available)"))
+        ));
+    }
+    out.print(&text);
+    Ok(())
+}
+
+/// Seconds since midnight UTC as HH:MM:SS, for notification lines.
+fn clock() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default()
+        % 86_400;
+    format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60)
+}
+
+fn describe(filter: &SubscriptionFilter) -> String {
+    let mut parts = Vec::new();
+    if filter.wants_tools_list_changed() {
+        parts.push("tool list changes".to_owned());
+    }
+    if filter.wants_prompts_list_changed() {
+        parts.push("prompt list changes".to_owned());
+    }
+    if filter.wants_resources_list_changed() {
+        parts.push("resource list changes".to_owned());
+    }
+    for uri in filter.resource_uris() {
+        parts.push(format!("updates of {uri}"));
+    }
+    if parts.is_empty() {
+        "nothing".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
+async fn listen(client: &Client, out: &Out, args: ListenArgs) -> Result<(), CliError> {
+    let everything = !args.tools && !args.prompts && !args.resources && args.resource.is_empty();
+    let filter = SubscriptionFilter {
+        tools_list_changed: (everything || args.tools).then_some(true),
+        prompts_list_changed: (everything || args.prompts).then_some(true),
+        resources_list_changed: (everything || args.resources).then_some(true),
+        resource_subscriptions: (!args.resource.is_empty()).then(|| args.resource.clone()),
+    };
+    let mut subscription = client.listen(filter).await?;
+    // Watch for Ctrl-C before saying we listen, so an interrupt from then on always stops cleanly.
+    let mut interrupt =
+        Interrupt::new().map_err(|e| CliError::usage(format!("cannot watch for Ctrl-C: {e}")))?;
+    let note = stderr_style().dim(&format!(
+        "listening for {} (Ctrl-C to stop)",
+        describe(subscription.acknowledged())
+    ));
+    eprintln!("{note}");
+    loop {
+        tokio::select! {
+            () = interrupt.wait() => {
+                eprintln!("{}", stderr_style().dim("stopped"));
+                break;
+            }
+            event = subscription.next() => match event {
+                Some(Ok(event)) => show_event(out, &event),
+                Some(Err(e)) => return Err(e.into()),
+                None => {
+                    eprintln!("{}", stderr_style().dim("the server ended the stream"));
+                    break;
+                }
+            },
+        }
+    }
+    // Dropping the subscription ends the stream (HTTP: closes it; stdio: notifications/cancelled).
+    drop(subscription);
+    Ok(())
+}
+
+/// SIGINT (Ctrl-C), watched from creation on.
+struct Interrupt {
+    #[cfg(unix)]
+    signal: tokio::signal::unix::Signal,
+}
+
+impl Interrupt {
+    fn new() -> std::io::Result<Interrupt> {
+        Ok(Interrupt {
+            #[cfg(unix)]
+            signal: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?,
+        })
+    }
+
+    async fn wait(&mut self) {
+        #[cfg(unix)]
+        let _ = self.signal.recv().await;
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn show_event(out: &Out, event: &ListenEvent) {
+    let (method, params) = match event {
+        ListenEvent::ToolsListChanged => ("notifications/tools/list_changed".to_owned(), None),
+        ListenEvent::PromptsListChanged => ("notifications/prompts/list_changed".to_owned(), None),
+        ListenEvent::ResourcesListChanged => {
+            ("notifications/resources/list_changed".to_owned(), None)
+        }
+        ListenEvent::ResourceUpdated { uri } => (
+            "notifications/resources/updated".to_owned(),
+            Some(json!({ "uri": uri })),
+        ),
+        ListenEvent::Other { method, params } => (method.clone(), params.clone()),
+        _ => ("(unknown)".to_owned(), None),
+    };
+    if out.json {
+        let mut line = json!({ "method": method });
+        if let Some(params) = params {
+            line["params"] = params;
+        }
+        out.print(&format!("{line}\n"));
+        return;
+    }
+    let s = &out.style;
+    let text = match event {
+        ListenEvent::ToolsListChanged => "tools list changed".to_owned(),
+        ListenEvent::PromptsListChanged => "prompts list changed".to_owned(),
+        ListenEvent::ResourcesListChanged => "resources list changed".to_owned(),
+        ListenEvent::ResourceUpdated { uri } => format!("resource updated: {uri}"),
+        _ => match params {
+            Some(params) => format!("{method} {params}"),
+            None => method,
+        },
+    };
+    out.print(&format!("{} {text}\n", s.dim(&clock())));
+}

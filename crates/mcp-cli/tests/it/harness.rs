@@ -1,0 +1,371 @@
+//! Running the real `mcp` binary, and the servers it talks to.
+//!
+//! - HTTP: the conformance fixture (`mcp_examples::conformance::build_server`, plus a few tools
+//!   for the CLI's own features) served on a loopback port by a runtime on its own thread, so the
+//!   test keeps a handle on the server (to change its registry while `mcp listen` runs).
+//! - stdio: the `conformance-server` binary. Cargo exposes `CARGO_BIN_EXE_*` only for binaries of
+//!   the package under test, so its path is derived from `mcp`'s: both are built into the same
+//!   target directory and profile (`<target>/<profile>/`). A workspace build (`cargo nextest run
+//!   --workspace`, `scripts/test`) has built it already; otherwise (`cargo test -p mcp-cli`) it is
+//!   built here once, with the cargo that runs the tests, into that same target directory.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use mcp_http::server::{HttpConfig, McpService, OriginPolicy};
+use mcp_server::{HandlerError, RequestContext, Server};
+use mcp_types::{
+    BooleanSchema, CallToolResult, ElicitAction, ElicitRequestFormParams, ElicitRequestURLParams,
+    JsonObject, NumberSchema, RequestedSchema, StringFormat, StringSchema, Tool,
+    UntitledSingleSelectEnumSchema,
+};
+use serde_json::{Value, json};
+
+/// The bound on any one run of the binary.
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub fn mcp_path() -> &'static str {
+    env!("CARGO_BIN_EXE_mcp")
+}
+
+/// What one run of `mcp` did.
+#[derive(Debug)]
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    #[track_caller]
+    pub fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(
+            self.code,
+            Some(code),
+            "exit status\nstdout:\n{}\nstderr:\n{}",
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+}
+
+/// Kills a child that outlives its bound, so a hung run fails the test instead of hanging it.
+fn watchdog(pid: u32, bound: Duration) -> mpsc::Sender<()> {
+    let (done, rx) = mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        if rx.recv_timeout(bound) == Err(mpsc::RecvTimeoutError::Timeout) {
+            let _ = Command::new("kill")
+                .arg("-KILL")
+                .arg(pid.to_string())
+                .status();
+        }
+    });
+    done
+}
+
+/// Runs `mcp ARGS` with `input` on stdin, without a terminal, colour or width settings.
+pub fn mcp(args: &[&str], input: &str) -> Run {
+    let mut child = command(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mcp starts");
+    let done = watchdog(child.id(), RUN_TIMEOUT);
+    let mut stdin = child.stdin.take().expect("stdin");
+    let input = input.to_owned();
+    // A prompt may never read all of it; a broken pipe is fine.
+    std::thread::spawn(move || {
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    let output = child.wait_with_output().expect("mcp runs");
+    let _ = done.send(());
+    Run {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// `mcp ARGS` with a clean environment for output: no colour, no width, no log filter.
+pub fn command(args: &[&str]) -> Command {
+    let mut command = Command::new(mcp_path());
+    command
+        .args(args)
+        .env_remove("COLUMNS")
+        .env_remove("MCP_LOG")
+        .env("NO_COLOR", "1");
+    command
+}
+
+/// A running `mcp` whose output is read line by line while it runs (for `listen`).
+pub struct Live {
+    pub child: Child,
+    pub stdout: mpsc::Receiver<String>,
+    pub stderr: mpsc::Receiver<String>,
+    _done: mpsc::Sender<()>,
+}
+
+fn lines(read: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(read).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+impl Live {
+    pub fn start(args: &[&str]) -> Live {
+        let mut child = command(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("mcp starts");
+        let done = watchdog(child.id(), RUN_TIMEOUT);
+        let stdout = lines(child.stdout.take().expect("stdout"));
+        let stderr = lines(child.stderr.take().expect("stderr"));
+        Live {
+            child,
+            stdout,
+            stderr,
+            _done: done,
+        }
+    }
+
+    /// Waits for a line containing `needle`; the lines before it are returned too.
+    #[track_caller]
+    pub fn wait_for(rx: &mpsc::Receiver<String>, needle: &str) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) => {
+                    let hit = line.contains(needle);
+                    seen.push(line);
+                    if hit {
+                        return seen;
+                    }
+                }
+                Err(e) => panic!("no line with {needle:?} ({e}); saw {seen:?}"),
+            }
+        }
+    }
+
+    /// Sends SIGINT, as Ctrl-C does, and waits for the exit.
+    pub fn interrupt(mut self) -> (ExitStatus, Vec<String>) {
+        let status = Command::new("kill")
+            .arg("-INT")
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("kill runs");
+        assert!(status.success());
+        let status = self.child.wait().expect("mcp exits");
+        let rest: Vec<String> = self.stderr.iter().collect();
+        (status, rest)
+    }
+}
+
+/// The fixture plus the tools that exercise the CLI's own features.
+fn fixture() -> Server {
+    let server = mcp_examples::conformance::build_server().expect("the fixture builds");
+    let object = |v: Value| -> JsonObject { v.as_object().expect("an object").clone() };
+    server
+        .add_tool(
+            Tool::new(
+                "cli_echo",
+                object(json!({
+                    "type": "object",
+                    "properties": {
+                        "zip": {"type": "string"},
+                        "count": {"type": "integer"},
+                        "flag": {"type": "boolean"},
+                        "tags": {"type": "array", "items": {"type": "string"}}
+                    }
+                })),
+            )
+            .with_description("Returns its arguments as structured content"),
+            |_ctx: RequestContext, args: JsonObject| async move {
+                let mut result = CallToolResult::text(Value::Object(args.clone()).to_string());
+                result.structured_content = Some(Value::Object(args));
+                Ok::<_, HandlerError>(result)
+            },
+        )
+        .expect("cli_echo registers");
+    server
+        .add_tool(
+            Tool::new("cli_form", object(json!({"type": "object"}))).with_description(
+                "Asks for a form with every kind of field, then echoes the answer",
+            ),
+            |mut ctx: RequestContext, _args: JsonObject| async move {
+                let mut email = StringSchema::new()
+                    .with_format(StringFormat::Email)
+                    .with_title("E-mail");
+                email.max_length = Some(40);
+                let mut colour = UntitledSingleSelectEnumSchema::new(vec![
+                    "red".into(),
+                    "green".into(),
+                    "blue".into(),
+                ]);
+                colour.default = Some("blue".into());
+                let schema = RequestedSchema::new()
+                    .required_property("email", email)
+                    .required_property(
+                        "age",
+                        NumberSchema::integer().with_range(Some(18.0), Some(120.0)),
+                    )
+                    .property("colour", colour)
+                    .property("subscribe", BooleanSchema::new());
+                let answer = ctx.elicit(
+                    "form",
+                    ElicitRequestFormParams::new("Sign up for the newsletter", schema),
+                )?;
+                let text = match answer.action {
+                    ElicitAction::Accept => format!(
+                        "accepted: {}",
+                        serde_json::to_string(&answer.content).unwrap_or_default()
+                    ),
+                    ElicitAction::Decline => "declined".to_owned(),
+                    ElicitAction::Cancel => "cancelled".to_owned(),
+                };
+                Ok::<_, HandlerError>(CallToolResult::text(text))
+            },
+        )
+        .expect("cli_form registers");
+    server
+        .add_tool(
+            Tool::new("cli_url", object(json!({"type": "object"})))
+                .with_description("Asks the user to open a URL, then reports the answer"),
+            |mut ctx: RequestContext, _args: JsonObject| async move {
+                let answer = ctx.elicit(
+                    "visit",
+                    ElicitRequestURLParams::new(
+                        "Authorize the demo",
+                        "https://auth.example.com/authorize?state=abc&scope=read",
+                    ),
+                )?;
+                Ok::<_, HandlerError>(CallToolResult::text(format!("url: {:?}", answer.action)))
+            },
+        )
+        .expect("cli_url registers");
+    server
+}
+
+/// The fixture over loopback HTTP, for the life of this value.
+pub struct HttpServer {
+    pub url: String,
+    pub server: Server,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl HttpServer {
+    pub fn start() -> HttpServer {
+        let server = fixture();
+        let served = server.clone();
+        let (url_tx, url_rx) = mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .expect("a loopback port");
+                let addr = listener.local_addr().expect("the address");
+                url_tx
+                    .send(format!("http://{addr}/mcp"))
+                    .expect("the test waits");
+                let config = HttpConfig {
+                    policy: OriginPolicy::for_bind(addr),
+                    ..HttpConfig::default()
+                };
+                tokio::select! {
+                    _ = mcp_http::server::serve(listener, McpService::new(served, config)) => {}
+                    _ = stopped => {}
+                }
+            });
+        });
+        let url = url_rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the server starts");
+        HttpServer {
+            url,
+            server,
+            _stop: stop,
+        }
+    }
+
+    /// `mcp VERB ARGS --url URL`.
+    pub fn run(&self, args: &[&str], input: &str) -> Run {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--url", &self.url]);
+        mcp(&all, input)
+    }
+}
+
+/// The `--stdio` command line of the conformance server (see the module docs for how it is found).
+pub fn stdio_server() -> String {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    let path = PATH.get_or_init(|| {
+        let dir = Path::new(mcp_path()).parent().expect("the bin dir");
+        let path = dir.join(format!(
+            "conformance-server{}",
+            std::env::consts::EXE_SUFFIX
+        ));
+        if !path.exists() {
+            build_conformance_server(dir);
+        }
+        assert!(path.exists(), "{} was not built", path.display());
+        path
+    });
+    let text = path.to_str().expect("a UTF-8 path");
+    // Quoted for the shell-words splitter, in case the path has spaces.
+    format!("'{text}' --stdio")
+}
+
+fn build_conformance_server(bin_dir: &Path) {
+    let target = bin_dir.parent().expect("the target dir");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut build = Command::new(cargo);
+    build
+        .args(["build", "-p", "mcp-examples", "--bin", "conformance-server"])
+        .env("CARGO_TARGET_DIR", target)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if bin_dir.file_name().is_some_and(|n| n == "release") {
+        build.arg("--release");
+    }
+    let mut child = build.stderr(Stdio::piped()).spawn().expect("cargo starts");
+    let mut log = String::new();
+    let _ = child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut log);
+    assert!(
+        child.wait().expect("cargo runs").success(),
+        "building conformance-server failed:\n{log}"
+    );
+}

@@ -1,0 +1,92 @@
+//! Elicitation answered through the terminal prompt, driven by piping the answers into stdin.
+
+use crate::harness::{HttpServer, mcp, stdio_server};
+
+#[test]
+fn a_form_is_filled_in_field_by_field() {
+    let server = HttpServer::start();
+    // accept; e-mail: bad then good; age: out of range then 30; colour: default (blue);
+    // subscribe: y.
+    let answers = "a\nnot-an-email\nme@example.com\n12\n30\n\ny\n";
+    let run = server.run(&["call", "cli_form"], answers);
+    run.expect_code(0);
+    assert_eq!(
+        run.stdout.trim(),
+        r#"accepted: {"age":30,"colour":"blue","email":"me@example.com","subscribe":true}"#,
+        "{}",
+        run.stderr
+    );
+    // The questions went to stderr, with the checks' complaints.
+    assert!(
+        run.stderr
+            .contains("The server asks: Sign up for the newsletter"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("E-mail *"), "{}", run.stderr);
+    assert!(run.stderr.contains("not a valid email"), "{}", run.stderr);
+    assert!(run.stderr.contains("at least 18"), "{}", run.stderr);
+    assert!(run.stderr.contains("(default blue)"), "{}", run.stderr);
+    assert!(run.stderr.contains("3) blue"), "{}", run.stderr);
+}
+
+#[test]
+fn decline_cancel_and_no_input() {
+    let server = HttpServer::start();
+    let run = server.run(&["call", "cli_form"], "d\n");
+    run.expect_code(0);
+    assert_eq!(run.stdout.trim(), "declined");
+    let run = server.run(&["call", "cli_form"], "c\n");
+    assert_eq!(run.stdout.trim(), "cancelled");
+    // The input ends mid-form: cancelled.
+    let run = server.run(&["call", "cli_form"], "a\nme@example.com\n");
+    assert_eq!(run.stdout.trim(), "cancelled", "{}", run.stderr);
+    // --no-input never reads stdin.
+    let run = server.run(
+        &["call", "cli_form", "--no-input"],
+        "a\nme@example.com\n30\n\ny\n",
+    );
+    run.expect_code(0);
+    assert_eq!(run.stdout.trim(), "declined");
+    assert!(
+        run.stderr.contains("declined (--no-input)"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn url_elicitation_shows_the_url_and_asks_for_consent() {
+    let server = HttpServer::start();
+    let run = server.run(&["call", "cli_url"], "y\n");
+    run.expect_code(0);
+    assert_eq!(run.stdout.trim(), "url: Accept");
+    assert!(
+        run.stderr
+            .contains("https://auth.example.com/authorize?state=abc&scope=read"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("does not open or fetch it"),
+        "{}",
+        run.stderr
+    );
+    let run = server.run(&["call", "cli_url"], "\n");
+    assert_eq!(run.stdout.trim(), "url: Decline");
+}
+
+#[test]
+fn elicitation_over_stdio() {
+    let run = mcp(
+        &[
+            "call",
+            "test_input_required_result_elicitation",
+            "--stdio",
+            &stdio_server(),
+        ],
+        "a\nAda\n",
+    );
+    run.expect_code(0);
+    assert_eq!(run.stdout.trim(), "Hello, Ada!");
+}
