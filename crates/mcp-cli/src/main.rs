@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod client;
 mod serve;
 
@@ -29,6 +30,8 @@ struct Cli {
 enum Command {
     /// Run an MCP server.
     Serve(serve::ServeArgs),
+    /// Load-test an MCP server and report throughput and latency.
+    Bench(bench::BenchArgs),
     #[command(flatten)]
     Client(client::Verb),
 }
@@ -50,6 +53,7 @@ fn main() -> ExitCode {
     // show warnings only, unless MCP_LOG says otherwise.
     let default_filter = match cli.command {
         Command::Serve(_) => "info",
+        Command::Bench(_) => "warn",
         Command::Client(_) => "warn",
     };
     tracing_subscriber::fmt()
@@ -76,6 +80,13 @@ fn main() -> ExitCode {
                 Err(e) => {
                     eprintln!("error: {e:#}");
                     ExitCode::FAILURE
+                }
+            },
+            Command::Bench(args) => match bench::run(args).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    ExitCode::from(3)
                 }
             },
             Command::Client(verb) => client::run(verb).await,
