@@ -56,8 +56,13 @@ fn main() -> ExitCode {
         Command::Bench(_) => "warn",
         Command::Client(_) => "warn",
     };
+    // Colour only on a terminal (and not under NO_COLOR): logs redirected to a file or a
+    // journal stay plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(ansi)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("MCP_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),

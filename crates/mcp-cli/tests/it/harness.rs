@@ -79,7 +79,16 @@ fn watchdog(pid: u32, bound: Duration) -> mpsc::Sender<()> {
 
 /// Runs `mcp ARGS` with `input` on stdin, without a terminal, colour or width settings.
 pub fn mcp(args: &[&str], input: &str) -> Run {
-    let mut child = command(args)
+    mcp_env(args, input, &[])
+}
+
+/// [`mcp`] with environment variables set (a server it starts over stdio inherits them).
+pub fn mcp_env(args: &[&str], input: &str, env: &[(&str, &std::ffi::OsStr)]) -> Run {
+    let mut command = command(args);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

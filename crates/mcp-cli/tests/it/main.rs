@@ -1,8 +1,9 @@
-//! Integration tests of the `mcp` client commands: the real binary, run as a user would, against our
+//! Integration tests of the `mcp` binary, run as a user would: the client commands against our
 //! conformance fixture served over loopback HTTP (in this process) and over stdio (the
-//! `conformance-server` binary).
+//! `conformance-server` binary), and `mcp serve` with its adapters (serve/).
 
 mod harness;
 mod http;
 mod interactive;
+mod serve;
 mod stdio;

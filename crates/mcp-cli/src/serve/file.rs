@@ -1,0 +1,353 @@
+//! The TOML configuration file of `mcp serve` (`--config mcp.toml`): its format, and errors that
+//! name the key at fault.
+//!
+//! Every table refuses keys it does not know (`deny_unknown_fields`), so a misspelt setting is an
+//! error instead of a silently ignored line. Serde's errors carry the byte span of the offending
+//! key or value; [`parse`] turns that span back into the dotted key (`databases.sales.url`) by
+//! walking the document's spanned syntax tree.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Range;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, Visitor};
+use toml::de::{DeTable, DeValue};
+
+/// The whole file. Every section is optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(crate) struct FileConfig {
+    #[serde(default)]
+    pub server: ServerSection,
+    #[serde(default)]
+    pub http: HttpSection,
+    #[serde(default)]
+    pub sample: SampleSection,
+    #[serde(default)]
+    pub limits: LimitsSection,
+    #[serde(default)]
+    pub databases: BTreeMap<String, DatabaseSection>,
+    #[serde(default)]
+    pub roots: Vec<RootSection>,
+    #[serde(default)]
+    pub files: FilesSection,
+}
+
+/// `[server]`: identity, instructions, the `requestState` key.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(crate) struct ServerSection {
+    /// `serverInfo.name`.
+    pub name: Option<String>,
+    /// Text for the model, put before what the adapters say about their databases and roots.
+    pub instructions: Option<String>,
+    /// A file of 32 or more bytes that seals `requestState`; shared by every instance behind a
+    /// load balancer.
+    pub state_key_file: Option<PathBuf>,
+}
+
+/// `[http]`: the Streamable HTTP endpoint.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(crate) struct HttpSection {
+    /// A socket address, checked after parsing so the message can quote it.
+    pub bind: Option<String>,
+    pub path: Option<String>,
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// Largest HTTP body or stdio line, in bytes.
+    pub max_message: Option<usize>,
+}
+
+/// `[sample]`: the embedded sample database.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(crate) struct SampleSection {
+    /// Serve it; by default only when no database is configured.
+    pub enabled: Option<bool>,
+    /// Where `sample.db` lives.
+    pub data_dir: Option<PathBuf>,
+    #[serde(default)]
+    pub allow_write: bool,
+}
+
+/// `[limits]`: the per-call limits of every database that does not set its own.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(crate) struct LimitsSection {
+    pub max_rows: Option<usize>,
+    pub max_bytes: Option<usize>,
+    pub query_timeout: Option<Seconds>,
+}
+
+/// `[databases.NAME]`: one database.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(crate) struct DatabaseSection {
+    /// `postgres://...`, `sqlite:PATH`, or a path.
+    pub url: String,
+    /// PostgreSQL only: the role `execute` connects as.
+    pub write_url: Option<String>,
+    #[serde(default)]
+    pub allow_write: bool,
+    pub description: Option<String>,
+    pub max_rows: Option<usize>,
+    pub max_bytes: Option<usize>,
+    pub query_timeout: Option<Seconds>,
+    /// PostgreSQL only: the most connections per pool.
+    pub connections: Option<usize>,
+    /// SQLite only: read-only connections serving reads in parallel.
+    pub read_connections: Option<usize>,
+}
+
+/// `[[roots]]`: one directory exposed as `file://` resources.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(crate) struct RootSection {
+    pub path: PathBuf,
+    pub name: Option<String>,
+}
+
+/// `[files]`: bounds of the filesystem adapter.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(crate) struct FilesSection {
+    pub max_file_bytes: Option<u64>,
+    pub max_dir_entries: Option<usize>,
+    pub max_listed_entries: Option<usize>,
+}
+
+/// A duration written as seconds (`30`, `1.5`) or with a unit (`"500ms"`, `"30s"`, `"2m"`, `"1h"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Seconds(pub Duration);
+
+/// Parses `30`, `1.5`, `500ms`, `30s`, `2m` or `1h`.
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let scale = match unit.trim() {
+        "" | "s" => 1.0,
+        "ms" => 0.001,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => f64::NAN,
+    };
+    let value: f64 = number.parse().unwrap_or(f64::NAN);
+    Duration::try_from_secs_f64(value * scale).map_err(|_| {
+        format!(
+            "invalid duration {text:?}: use a number of seconds, or a number followed by ms, s, m or h (\"500ms\", \"30s\")"
+        )
+    })
+}
+
+impl<'de> Deserialize<'de> for Seconds {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Seconds;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number of seconds or a string such as \"30s\" or \"500ms\"")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Seconds, E> {
+                u64::try_from(v)
+                    .map(|s| Seconds(Duration::from_secs(s)))
+                    .map_err(|_| E::custom("a duration cannot be negative"))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Seconds, E> {
+                Ok(Seconds(Duration::from_secs(v)))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Seconds, E> {
+                Duration::try_from_secs_f64(v)
+                    .map(Seconds)
+                    .map_err(|_| E::custom(format!("invalid duration {v}")))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Seconds, E> {
+                parse_duration(v).map(Seconds).map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+/// Parses the file's text; an error names the key at fault and its line.
+pub(crate) fn parse(text: &str) -> Result<FileConfig, String> {
+    toml::from_str(text).map_err(|e| describe(text, &e))
+}
+
+fn describe(text: &str, error: &toml::de::Error) -> String {
+    let message = error.message().trim_end();
+    let Some(span) = error.span() else {
+        return message.to_owned();
+    };
+    let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+    match key_at(text, &span) {
+        Some(key) => format!("{key}: {message} (line {line})"),
+        None => format!("line {line}: {message}"),
+    }
+}
+
+/// The dotted key whose name or value covers `span`, the deepest one.
+fn key_at(text: &str, span: &Range<usize>) -> Option<String> {
+    let doc = DeTable::parse(text).ok()?;
+    let path = in_table(doc.get_ref(), span)?;
+    let mut out = String::new();
+    for segment in path {
+        match segment {
+            Segment::Key(key) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                push_key(&mut out, &key);
+            }
+            Segment::Index(i) => out.push_str(&format!("[{i}]")),
+        }
+    }
+    Some(out)
+}
+
+/// One step of a key path: a table key or an array index.
+enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+fn covers(outer: &Range<usize>, inner: &Range<usize>) -> bool {
+    outer.start <= inner.start && inner.end <= outer.end && outer.start < outer.end
+}
+
+fn in_table(table: &DeTable<'_>, span: &Range<usize>) -> Option<Vec<Segment>> {
+    for (key, value) in table.iter() {
+        let here = || vec![Segment::Key(key.get_ref().to_string())];
+        if covers(&key.span(), span) {
+            return Some(here());
+        }
+        if covers(&value.span(), span) {
+            let mut path = here();
+            path.extend(in_value(value.get_ref(), span).unwrap_or_default());
+            return Some(path);
+        }
+    }
+    // A table opened by a header (`[databases.sales]`) need not span its keys: look inside.
+    for (key, value) in table.iter() {
+        if let Some(inner) = in_value(value.get_ref(), span) {
+            let mut path = vec![Segment::Key(key.get_ref().to_string())];
+            path.extend(inner);
+            return Some(path);
+        }
+    }
+    None
+}
+
+fn in_value(value: &DeValue<'_>, span: &Range<usize>) -> Option<Vec<Segment>> {
+    match value {
+        DeValue::Table(table) => in_table(table, span),
+        DeValue::Array(items) => items.iter().enumerate().find_map(|(i, item)| {
+            let inner = match item.get_ref() {
+                DeValue::Table(table) => in_table(table, span),
+                _ => None,
+            };
+            match inner {
+                Some(inner) => {
+                    let mut path = vec![Segment::Index(i)];
+                    path.extend(inner);
+                    Some(path)
+                }
+                None if covers(&item.span(), span) => Some(vec![Segment::Index(i)]),
+                None => None,
+            }
+        }),
+        _ => None,
+    }
+}
+
+/// Appends a key, quoted when it is not a bare TOML key.
+fn push_key(path: &mut String, key: &str) {
+    let bare = !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if bare {
+        path.push_str(key);
+    } else {
+        path.push_str(&format!("{key:?}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(text: &str) -> String {
+        parse(text).expect_err("the file is refused")
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
+        for bad in ["", "s", "-1", "1d", "abc", "1..2s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_empty_file_is_all_defaults() {
+        let config = parse("").unwrap();
+        assert!(config.databases.is_empty() && config.roots.is_empty());
+        assert_eq!(config.sample.enabled, None);
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let e = error("[http]\nbnd = \"127.0.0.1:1\"\n");
+        assert!(e.starts_with("http.bnd: unknown field `bnd`"), "{e}");
+        assert!(e.contains("(line 2)"), "{e}");
+
+        let e = error("[databases.sales]\nurl = \"x\"\nmax_rows = \"many\"\n");
+        assert!(
+            e.starts_with("databases.sales.max_rows: invalid type"),
+            "{e}"
+        );
+
+        let e = error("[databases.sales]\nurl = \"x\"\nquery_timeout = \"soon\"\n");
+        assert!(
+            e.starts_with("databases.sales.query_timeout: invalid duration"),
+            "{e}"
+        );
+
+        let e = error("[databases]\nsales = { url = \"x\", colour = 1 }\n");
+        assert!(
+            e.starts_with("databases.sales.colour: unknown field"),
+            "{e}"
+        );
+
+        let e = error("[databases.sales]\ndescription = \"no url\"\n");
+        assert!(e.starts_with("databases.sales: missing field `url`"), "{e}");
+
+        let e = error("[[roots]]\npath = \"/a\"\n[[roots]]\npath = \"/b\"\nnmae = \"b\"\n");
+        assert!(e.starts_with("roots[1].nmae: unknown field"), "{e}");
+
+        let e = error("colour = 1\n");
+        assert!(e.starts_with("colour: unknown field"), "{e}");
+
+        let e = error("[databases.\"my db\"]\nurl = 1\n");
+        assert!(
+            e.starts_with("databases.\"my db\".url: invalid type"),
+            "{e}"
+        );
+
+        let e = error("[http\n");
+        assert!(e.starts_with("line 1: "), "{e}");
+    }
+}

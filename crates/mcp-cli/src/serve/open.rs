@@ -1,0 +1,201 @@
+//! Opening what the settings name: the state key, the sample database (created on first run), the
+//! databases, the roots; then the server with both adapters registered.
+
+use std::path::Path;
+
+use anyhow::{Context as _, anyhow};
+use mcp_fs::{FsAdapter, FsWatcher};
+use mcp_server::{MIN_KEY_LEN, Server};
+use mcp_sql::{
+    Database, SampleOutcome, SqlAdapter, SqlError, SqliteConfig, create_sample_database,
+};
+use mcp_types::Implementation;
+
+use super::settings::{KeyFile, SAMPLE_NAME, Sample, Settings, Target};
+
+/// The built server, and what must live as long as it is served.
+pub(crate) struct Served {
+    pub server: Server,
+    /// Keeps file change notifications flowing; dropping it stops the watcher.
+    _watcher: Option<FsWatcher>,
+}
+
+pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
+    let state_key = settings.state_key.as_ref().map(read_key).transpose()?;
+
+    let mut databases = Vec::new();
+    if let Some(sample) = &settings.sample {
+        databases.push(open_sample(sample)?);
+    }
+    for db in &settings.databases {
+        let opened = match &db.target {
+            Target::Sqlite(sqlite) => Database::sqlite(&db.name, sqlite.clone(), db.config.clone()),
+            Target::Postgres(pg) => {
+                Database::postgres(&db.name, pg.clone(), db.config.clone()).await
+            }
+        }
+        .map_err(|e| open_error(&db.key, e))?;
+        tracing::info!(
+            "database {}: {}{}, {}",
+            opened.name(),
+            opened.engine(),
+            opened
+                .sqlite_path()
+                .map(|p| format!(" {}", p.display()))
+                .unwrap_or_default(),
+            policy(&opened)
+        );
+        databases.push(opened);
+    }
+    let sql = if databases.is_empty() {
+        None
+    } else {
+        Some(SqlAdapter::new(databases).context("setting up the SQL adapter")?)
+    };
+
+    let files = if settings.roots.is_empty() {
+        None
+    } else {
+        // Each root alone first, so that an error names the flag or key that gave it.
+        for root in &settings.roots {
+            FsAdapter::new(vec![root.config.clone()], settings.fs_limits.clone())
+                .map_err(|e| anyhow!("{}: {e}", root.key))?;
+        }
+        let configs = settings.roots.iter().map(|r| r.config.clone()).collect();
+        let adapter = FsAdapter::new(configs, settings.fs_limits.clone())
+            .map_err(|e| anyhow!("roots: {e}"))?;
+        for root in adapter.roots() {
+            tracing::info!("root {}: {}", root.name(), root.uri());
+        }
+        Some(adapter)
+    };
+
+    let version = env!("CARGO_PKG_VERSION");
+    let mut builder = Server::builder(&settings.name, version)
+        .info(Implementation::new(&settings.name, version).with_title(&settings.name));
+    let instructions: Vec<String> = settings
+        .instructions
+        .iter()
+        .cloned()
+        .chain(sql.as_ref().map(SqlAdapter::instructions))
+        .chain(files.as_ref().map(FsAdapter::instructions))
+        .collect();
+    builder = builder.instructions(instructions.join("\n\n"));
+    if let Some(key) = state_key {
+        builder = builder.state_key(key);
+    }
+    if let Some(sql) = &sql {
+        builder = sql
+            .register(builder)
+            .await
+            .context("registering the SQL tools")?;
+    }
+    if let Some(files) = &files {
+        builder = files.register(builder);
+    }
+    let server = builder.build().context("building the server")?;
+    let watcher = files
+        .as_ref()
+        .map(|f| f.watch(&server))
+        .transpose()
+        .context("watching the roots")?;
+    Ok(Served {
+        server,
+        _watcher: watcher,
+    })
+}
+
+/// Why a database could not be opened, naming the flag or key that gave it.
+fn open_error(key: &str, error: SqlError) -> anyhow::Error {
+    match error {
+        // The adapter's own message offers `allow_privileged_role`, which `mcp serve` does not
+        // expose: a privileged role is always refused here.
+        SqlError::PrivilegedRole {
+            role, privileges, ..
+        } => anyhow!(
+            "{key}: role {role:?} is {privileges}, which can escape a read-only transaction (for \
+             example with COPY ... TO PROGRAM); connect as a least-privilege role (see the README, \
+             section PostgreSQL)"
+        ),
+        e => anyhow!("{key}: {e}"),
+    }
+}
+
+fn policy(db: &Database) -> &'static str {
+    if db.allows_write() {
+        "writable through execute, each statement approved by the user"
+    } else {
+        "read-only"
+    }
+}
+
+/// Creates the sample database on first run (never overwriting a file that is there) and opens it.
+fn open_sample(sample: &Sample) -> anyhow::Result<Database> {
+    create_dir_private(&sample.data_dir).with_context(|| {
+        format!(
+            "creating the data folder {} (set MCP_DATA_DIR to use another)",
+            sample.data_dir.display()
+        )
+    })?;
+    let path = sample.path();
+    let outcome = create_sample_database(&path)
+        .with_context(|| format!("creating the sample database {}", path.display()))?;
+    let db = Database::sqlite(SAMPLE_NAME, SqliteConfig::new(&path), sample.config.clone())
+        .with_context(|| format!("opening the sample database {}", path.display()))?;
+    let how = match outcome {
+        SampleOutcome::Created => "created now",
+        SampleOutcome::AlreadyExists => "existing",
+    };
+    tracing::info!(
+        "database {SAMPLE_NAME}: SQLite {} ({how}), {}",
+        path.display(),
+        policy(&db)
+    );
+    Ok(db)
+}
+
+/// Creates `dir` and its parents; the folders created are private to the user (0700).
+fn create_dir_private(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Reads the `requestState` key: the file's bytes, less one trailing line break (so a key written
+/// by `openssl rand -hex 32 > FILE` works), at least [`MIN_KEY_LEN`] of them.
+fn read_key(file: &KeyFile) -> anyhow::Result<Vec<u8>> {
+    let path = &file.path;
+    let mut key = std::fs::read(path)
+        .map_err(|e| anyhow!("{}: cannot read {}: {e}", file.key, path.display()))?;
+    if key.ends_with(b"\n") {
+        key.pop();
+        if key.ends_with(b"\r") {
+            key.pop();
+        }
+    }
+    if key.len() < MIN_KEY_LEN {
+        return Err(anyhow!(
+            "{}: {} holds {} bytes; the state key needs at least {MIN_KEY_LEN} (make one with: head -c 32 /dev/urandom > {})",
+            file.key,
+            path.display(),
+            key.len(),
+            path.display()
+        ));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        if let Ok(meta) = std::fs::metadata(path)
+            && meta.permissions().mode() & 0o077 != 0
+        {
+            tracing::warn!(
+                "{} {} can be read by other users; anyone with the key can forge requestState (chmod 600 it)",
+                file.key,
+                path.display()
+            );
+        }
+    }
+    Ok(key)
+}

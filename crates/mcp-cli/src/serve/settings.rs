@@ -1,0 +1,907 @@
+//! What `mcp serve` runs: the flags laid over the configuration file over the defaults, checked
+//! before anything is opened, with every error naming the flag or key at fault.
+//!
+//! Precedence: a flag that takes one value wins over the file; the repeatable flags (`--db`,
+//! `--root`, `--allowed-host`, `--allowed-origin`) add to the file's lists, and a `--db NAME=URL`
+//! whose name the file uses replaces that database. The limit flags and `--allow-write` apply to
+//! every database, over the file's values.
+
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use mcp_fs::{FsLimits, RootConfig};
+use mcp_sql::{DEFAULT_DATABASE, DatabaseConfig, Limits, PostgresConfig, SqliteConfig};
+
+use super::ServeArgs;
+use super::file::{DatabaseSection, FileConfig};
+
+/// The default HTTP address: loopback only.
+pub(crate) const DEFAULT_BIND: &str = "127.0.0.1:8080";
+/// The name of the sample database in tools and URIs.
+pub(crate) const SAMPLE_NAME: &str = "sample";
+/// The sample database's file in the data folder.
+pub(crate) const SAMPLE_FILE: &str = "sample.db";
+const DEFAULT_NAME: &str = "mcp-rs";
+const DEFAULT_PATH: &str = "/mcp";
+const DEFAULT_MAX_MESSAGE: usize = 4 * 1024 * 1024;
+
+/// Everything `mcp serve` needs, resolved and checked.
+#[derive(Debug)]
+pub(crate) struct Settings {
+    pub stdio: bool,
+    pub bind: SocketAddr,
+    pub path: String,
+    pub allowed_hosts: Vec<String>,
+    pub allowed_origins: Vec<String>,
+    pub max_message: usize,
+    pub name: String,
+    pub instructions: Option<String>,
+    pub state_key: Option<KeyFile>,
+    pub sample: Option<Sample>,
+    pub databases: Vec<DatabaseSettings>,
+    pub roots: Vec<Root>,
+    pub fs_limits: FsLimits,
+}
+
+/// The `requestState` key file, and the flag or key that named it.
+#[derive(Debug)]
+pub(crate) struct KeyFile {
+    pub path: PathBuf,
+    pub key: &'static str,
+}
+
+/// The sample database: where it lives and its policy.
+#[derive(Debug)]
+pub(crate) struct Sample {
+    pub data_dir: PathBuf,
+    pub config: DatabaseConfig,
+}
+
+impl Sample {
+    pub(crate) fn path(&self) -> PathBuf {
+        self.data_dir.join(SAMPLE_FILE)
+    }
+}
+
+/// One database to open.
+#[derive(Debug)]
+pub(crate) struct DatabaseSettings {
+    pub name: String,
+    /// The flag or key it came from, for error messages: `databases.sales` or `--db sales`.
+    pub key: String,
+    pub target: Target,
+    pub config: DatabaseConfig,
+}
+
+/// The engine and how to reach it.
+#[derive(Debug)]
+pub(crate) enum Target {
+    Sqlite(SqliteConfig),
+    Postgres(PostgresConfig),
+}
+
+/// One filesystem root, and the flag or key it came from.
+#[derive(Debug)]
+pub(crate) struct Root {
+    pub config: RootConfig,
+    pub key: String,
+}
+
+/// Reads an environment variable (a parameter so tests can pass their own).
+pub(crate) type Env<'a> = &'a dyn Fn(&str) -> Option<OsString>;
+
+/// Lays `args` over `file` (read from the directory `base`, against which the file's relative
+/// paths resolve) over the defaults.
+pub(crate) fn resolve(
+    args: &ServeArgs,
+    file: Option<(FileConfig, PathBuf)>,
+    env: Env<'_>,
+) -> Result<Settings, String> {
+    let (file, base) = match file {
+        Some((file, base)) => (file, Some(base)),
+        None => (FileConfig::default(), None),
+    };
+    let in_file = |path: &Path| match &base {
+        Some(base) => base.join(path),
+        None => path.to_path_buf(),
+    };
+
+    // HTTP.
+    let bind = match (&args.http, &file.http.bind) {
+        (Some(addr), _) => *addr,
+        (None, Some(text)) => text
+            .parse()
+            .map_err(|_| format!("http.bind: invalid socket address {text:?}"))?,
+        (None, None) => DEFAULT_BIND.parse().expect("the default address parses"),
+    };
+    let (path, path_key) = match (&args.path, &file.http.path) {
+        (Some(p), _) => (p.clone(), "--path"),
+        (None, Some(p)) => (p.clone(), "http.path"),
+        (None, None) => (DEFAULT_PATH.to_owned(), "--path"),
+    };
+    if !path.starts_with('/') || path.contains(char::is_whitespace) {
+        return Err(format!(
+            "{path_key}: invalid endpoint path {path:?}: it must start with '/'"
+        ));
+    }
+    let mut allowed_hosts = Vec::new();
+    for (i, host) in file.http.allowed_hosts.iter().enumerate() {
+        check_host(host).map_err(|e| format!("http.allowed_hosts[{i}]: {e}"))?;
+        allowed_hosts.push(host.clone());
+    }
+    for host in &args.allowed_hosts {
+        check_host(host).map_err(|e| format!("--allowed-host: {e}"))?;
+        allowed_hosts.push(host.clone());
+    }
+    let mut allowed_origins = Vec::new();
+    for (i, origin) in file.http.allowed_origins.iter().enumerate() {
+        check_origin(origin).map_err(|e| format!("http.allowed_origins[{i}]: {e}"))?;
+        allowed_origins.push(origin.clone());
+    }
+    for origin in &args.allowed_origins {
+        check_origin(origin).map_err(|e| format!("--allowed-origin: {e}"))?;
+        allowed_origins.push(origin.clone());
+    }
+    let max_message = match (args.max_message, file.http.max_message) {
+        (Some(n), _) => check_min(n, 1024, "--max-message")?,
+        (None, Some(n)) => check_min(n, 1024, "http.max_message")?,
+        (None, None) => DEFAULT_MAX_MESSAGE,
+    };
+
+    // Identity and the state key.
+    let name = file
+        .server
+        .name
+        .clone()
+        .unwrap_or_else(|| DEFAULT_NAME.to_owned());
+    if name.trim().is_empty() {
+        return Err("server.name: must not be empty".to_owned());
+    }
+    let state_key = match (&args.state_key_file, &file.server.state_key_file) {
+        (Some(path), _) => Some(KeyFile {
+            path: path.clone(),
+            key: "--state-key-file",
+        }),
+        (None, Some(path)) => Some(KeyFile {
+            path: in_file(path),
+            key: "server.state_key_file",
+        }),
+        (None, None) => None,
+    };
+
+    // Limits: defaults, then [limits], then the database's own, then the flags; each layer is
+    // checked on its own so that the error names where the bad value was written.
+    let flags = Layer {
+        max_rows: args.max_rows,
+        max_bytes: args.max_bytes,
+        timeout: args.query_timeout,
+    };
+    flags.check(&|field| {
+        match field {
+            "max_rows" => "--max-rows",
+            "max_bytes" => "--max-bytes",
+            _ => "--query-timeout",
+        }
+        .to_owned()
+    })?;
+    let file_limits = Layer {
+        max_rows: file.limits.max_rows,
+        max_bytes: file.limits.max_bytes,
+        timeout: file.limits.query_timeout.map(|s| s.0),
+    };
+    file_limits.check(&|field| format!("limits.{}", file_key(field)))?;
+    let base_limits = flags.over(file_limits.over(Limits::default()));
+
+    // Databases: the file's, then the flags' (a flag's name replaces the file's database).
+    let mut databases = Vec::new();
+    for (name, section) in &file.databases {
+        let key = format!("databases.{name}");
+        databases.push(file_database(
+            name,
+            &key,
+            section,
+            &file_limits,
+            &flags,
+            args,
+            &in_file,
+        )?);
+    }
+    let mut unnamed = false;
+    let mut flag_names: Vec<String> = Vec::new();
+    for value in &args.dbs {
+        let (name, url) = split_db_flag(value);
+        let name = match name {
+            Some(name) => name.to_owned(),
+            None if unnamed => {
+                return Err(format!(
+                    "--db {value}: more than one database without a name; name each one: --db NAME=URL"
+                ));
+            }
+            None => {
+                unnamed = true;
+                DEFAULT_DATABASE.to_owned()
+            }
+        };
+        if flag_names.contains(&name) {
+            return Err(format!("--db {name}: the name {name:?} is given twice"));
+        }
+        flag_names.push(name.clone());
+        let key = format!("--db {name}");
+        let target = target(url, None).map_err(|e| format!("{key}: {e}"))?;
+        let config = DatabaseConfig {
+            limits: base_limits,
+            allow_write: args.allow_write,
+            description: None,
+        };
+        databases.retain(|d: &DatabaseSettings| d.name != name);
+        databases.push(DatabaseSettings {
+            name,
+            key,
+            target,
+            config,
+        });
+    }
+
+    // The sample: on by default only when no database is configured.
+    let sample_on = args.sample
+        || match file.sample.enabled {
+            Some(on) => on,
+            None => databases.is_empty(),
+        };
+    let sample = if sample_on {
+        if databases.iter().any(|d| d.name == SAMPLE_NAME) {
+            return Err(format!(
+                "databases.{SAMPLE_NAME}: the name {SAMPLE_NAME:?} belongs to the sample database; rename the database or turn the sample off"
+            ));
+        }
+        let from_env = env("MCP_DATA_DIR").filter(|v| !v.is_empty());
+        let data_dir = match (&args.data_dir, from_env, &file.sample.data_dir) {
+            (Some(dir), _, _) => dir.clone(),
+            (None, Some(dir), _) => PathBuf::from(dir),
+            (None, None, Some(dir)) => in_file(dir),
+            (None, None, None) => default_data_dir(env)?,
+        };
+        Some(Sample {
+            data_dir,
+            config: DatabaseConfig {
+                limits: base_limits,
+                allow_write: args.allow_write || file.sample.allow_write,
+                description: Some(
+                    "the sample shop: categories, products, customers, orders and order items"
+                        .to_owned(),
+                ),
+            },
+        })
+    } else {
+        None
+    };
+
+    // Roots.
+    let mut roots = Vec::new();
+    for (i, root) in file.roots.iter().enumerate() {
+        let mut config = RootConfig::new(in_file(&root.path));
+        config.name = root.name.clone();
+        roots.push(Root {
+            config,
+            key: format!("roots[{i}].path"),
+        });
+    }
+    for dir in &args.roots {
+        roots.push(Root {
+            config: RootConfig::new(dir),
+            key: "--root".to_owned(),
+        });
+    }
+    let mut fs_limits = FsLimits::default();
+    if let Some(n) = file.files.max_file_bytes {
+        fs_limits.max_file_bytes = check_min(n, 1, "files.max_file_bytes")?;
+    }
+    if let Some(n) = file.files.max_dir_entries {
+        fs_limits.max_dir_entries = check_min(n, 1, "files.max_dir_entries")?;
+    }
+    if let Some(n) = file.files.max_listed_entries {
+        fs_limits.max_listed_entries = n;
+    }
+
+    if sample.is_none() && databases.is_empty() && roots.is_empty() {
+        return Err(
+            "nothing to serve: no database (--db or [databases]), no root (--root or [[roots]]), and the sample database is off"
+                .to_owned(),
+        );
+    }
+
+    Ok(Settings {
+        stdio: args.stdio,
+        bind,
+        path,
+        allowed_hosts,
+        allowed_origins,
+        max_message,
+        name,
+        instructions: file.server.instructions.clone(),
+        state_key,
+        sample,
+        databases,
+        roots,
+        fs_limits,
+    })
+}
+
+fn file_database(
+    name: &str,
+    key: &str,
+    section: &DatabaseSection,
+    file_limits: &Layer,
+    flags: &Layer,
+    args: &ServeArgs,
+    in_file: &dyn Fn(&Path) -> PathBuf,
+) -> Result<DatabaseSettings, String> {
+    let own = Layer {
+        max_rows: section.max_rows,
+        max_bytes: section.max_bytes,
+        timeout: section.query_timeout.map(|s| s.0),
+    };
+    own.check(&|field| format!("{key}.{}", file_key(field)))?;
+    let mut target = target(&section.url, Some(in_file)).map_err(|e| format!("{key}.url: {e}"))?;
+    match &mut target {
+        Target::Postgres(pg) => {
+            if let Some(url) = &section.write_url {
+                match self::target(url, None) {
+                    Ok(Target::Postgres(_)) => pg.write_url = Some(url.clone()),
+                    _ => {
+                        return Err(format!(
+                            "{key}.write_url: must be a postgres:// URL like url"
+                        ));
+                    }
+                }
+            }
+            if let Some(n) = section.connections {
+                pg.connections = n;
+            }
+            if section.read_connections.is_some() {
+                return Err(format!(
+                    "{key}.read_connections: only for SQLite databases (PostgreSQL uses connections)"
+                ));
+            }
+        }
+        Target::Sqlite(sqlite) => {
+            if section.write_url.is_some() {
+                return Err(format!("{key}.write_url: only for PostgreSQL databases"));
+            }
+            if section.connections.is_some() {
+                return Err(format!(
+                    "{key}.connections: only for PostgreSQL databases (SQLite uses read_connections)"
+                ));
+            }
+            if let Some(n) = section.read_connections {
+                sqlite.read_connections = n;
+            }
+        }
+    }
+    Ok(DatabaseSettings {
+        name: name.to_owned(),
+        key: key.to_owned(),
+        target,
+        config: DatabaseConfig {
+            limits: flags.over(own.over(file_limits.over(Limits::default()))),
+            allow_write: args.allow_write || section.allow_write,
+            description: section.description.clone(),
+        },
+    })
+}
+
+/// One layer of limits: the values one place sets.
+#[derive(Debug, Default)]
+struct Layer {
+    max_rows: Option<usize>,
+    max_bytes: Option<usize>,
+    timeout: Option<Duration>,
+}
+
+impl Layer {
+    fn over(&self, limits: Limits) -> Limits {
+        Limits {
+            max_rows: self.max_rows.unwrap_or(limits.max_rows),
+            max_bytes: self.max_bytes.unwrap_or(limits.max_bytes),
+            timeout: self.timeout.unwrap_or(limits.timeout),
+        }
+    }
+
+    /// Checks this layer's values alone; `key` names a field (`max_rows`, `max_bytes`, `timeout`)
+    /// where it was written.
+    fn check(&self, key: &dyn Fn(&str) -> String) -> Result<(), String> {
+        match self.over(Limits::default()).validate() {
+            Ok(()) => Ok(()),
+            Err(reason) => {
+                // The adapter's reasons start with the field's name: "max_rows must be ...".
+                let (field, rest) = reason.split_once(' ').unwrap_or(("", reason));
+                Err(format!("{}: {rest}", key(field)))
+            }
+        }
+    }
+}
+
+/// The file's name for a field of `mcp_sql::Limits`.
+fn file_key(field: &str) -> &str {
+    if field == "timeout" {
+        "query_timeout"
+    } else {
+        field
+    }
+}
+
+fn check_min<T: PartialOrd + std::fmt::Display + Copy>(
+    value: T,
+    min: T,
+    key: &str,
+) -> Result<T, String> {
+    if value < min {
+        Err(format!("{key}: must be at least {min}"))
+    } else {
+        Ok(value)
+    }
+}
+
+fn check_host(host: &str) -> Result<(), String> {
+    let ok = !host.is_empty()
+        && !host.contains("://")
+        && !host.contains('/')
+        && !host.contains(char::is_whitespace);
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid host {host:?}: give a host name such as mcp.example.com"
+        ))
+    }
+}
+
+fn check_origin(origin: &str) -> Result<(), String> {
+    let rest = origin
+        .strip_prefix("https://")
+        .or_else(|| origin.strip_prefix("http://"));
+    let ok = rest.is_some_and(|host| {
+        let host = host.trim_end_matches('/');
+        !host.is_empty() && !host.contains('/') && !host.contains(char::is_whitespace)
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid origin {origin:?}: give scheme://host[:port], such as https://app.example.com"
+        ))
+    }
+}
+
+/// Splits `--db [NAME=]URL`. A value that starts like a URL or a path has no name, so that a path
+/// holding `=` still works.
+pub(crate) fn split_db_flag(value: &str) -> (Option<&str>, &str) {
+    let unnamed = ["postgres://", "postgresql://", "sqlite:", "/", ".", "~"]
+        .iter()
+        .any(|p| value.starts_with(p));
+    if !unnamed && let Some((name, url)) = value.split_once('=') {
+        let name_like = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if name_like {
+            return (Some(name), url);
+        }
+    }
+    (None, value)
+}
+
+/// What a database URL names: `postgres://...` or `postgresql://...`, `sqlite:PATH` (also
+/// `sqlite://PATH`), or a plain path to an SQLite file. Relative paths resolve with `base` (the
+/// configuration file's folder) when given. Errors never repeat the URL, which may hold a password.
+fn target(url: &str, base: Option<&dyn Fn(&Path) -> PathBuf>) -> Result<Target, String> {
+    let url = url.trim();
+    if url.is_empty() {
+        return Err("the database URL is empty".to_owned());
+    }
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return Ok(Target::Postgres(PostgresConfig::new(url)));
+    }
+    let path = if let Some(rest) = url.strip_prefix("sqlite:") {
+        rest.strip_prefix("//").unwrap_or(rest)
+    } else if let Some((scheme, _)) = url.split_once("://") {
+        return Err(format!(
+            "unsupported database URL scheme {scheme:?}: use postgres://..., sqlite:PATH or the path of an SQLite file"
+        ));
+    } else {
+        url
+    };
+    if path.is_empty() {
+        return Err("sqlite: needs the path of the database file".to_owned());
+    }
+    let path = Path::new(path);
+    let path = match base {
+        Some(resolve) => resolve(path),
+        None => path.to_path_buf(),
+    };
+    Ok(Target::Sqlite(SqliteConfig::new(path)))
+}
+
+/// `$XDG_DATA_HOME/mcp-rs` (when absolute), else `~/.local/share/mcp-rs`.
+fn default_data_dir(env: Env<'_>) -> Result<PathBuf, String> {
+    if let Some(xdg) = env("XDG_DATA_HOME").map(PathBuf::from)
+        && xdg.is_absolute()
+    {
+        return Ok(xdg.join("mcp-rs"));
+    }
+    match env("HOME").map(PathBuf::from) {
+        Some(home) if home.is_absolute() => Ok(home.join(".local/share/mcp-rs")),
+        _ => Err(
+            "cannot find a data folder for the sample database: set MCP_DATA_DIR (or --data-dir)"
+                .to_owned(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::serve::file::parse;
+    use clap::Parser as _;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ServeArgs,
+    }
+
+    fn args(argv: &[&str]) -> ServeArgs {
+        let mut all = vec!["serve"];
+        all.extend_from_slice(argv);
+        Cli::try_parse_from(all).expect("the flags parse").args
+    }
+
+    fn env(name: &str) -> Option<OsString> {
+        match name {
+            "HOME" => Some("/home/ada".into()),
+            _ => None,
+        }
+    }
+
+    fn resolve_with(argv: &[&str], toml: Option<&str>) -> Result<Settings, String> {
+        let file = toml.map(|t| {
+            (
+                parse(t).expect("the file parses"),
+                PathBuf::from("/etc/mcp"),
+            )
+        });
+        resolve(&args(argv), file, &env)
+    }
+
+    #[test]
+    fn no_flags_serve_the_sample_on_loopback() {
+        let s = resolve_with(&[], None).unwrap();
+        assert!(!s.stdio);
+        assert_eq!(s.bind.to_string(), DEFAULT_BIND);
+        assert_eq!(s.path, "/mcp");
+        let sample = s.sample.expect("the sample is served");
+        assert_eq!(
+            sample.path(),
+            Path::new("/home/ada/.local/share/mcp-rs/sample.db")
+        );
+        assert!(!sample.config.allow_write);
+        assert_eq!(sample.config.limits, Limits::default());
+        assert!(s.databases.is_empty() && s.roots.is_empty() && s.state_key.is_none());
+    }
+
+    #[test]
+    fn data_dir_precedence() {
+        let xdg = |name: &str| match name {
+            "XDG_DATA_HOME" => Some(OsString::from("/xdg")),
+            "HOME" => Some(OsString::from("/home/ada")),
+            _ => None,
+        };
+        let s = resolve(&args(&[]), None, &xdg).unwrap();
+        assert_eq!(s.sample.unwrap().data_dir, Path::new("/xdg/mcp-rs"));
+        let relative = |name: &str| match name {
+            "XDG_DATA_HOME" => Some(OsString::from("xdg")),
+            "HOME" => Some(OsString::from("/home/ada")),
+            _ => None,
+        };
+        let s = resolve(&args(&[]), None, &relative).unwrap();
+        assert_eq!(
+            s.sample.unwrap().data_dir,
+            Path::new("/home/ada/.local/share/mcp-rs")
+        );
+        let s = resolve(&args(&["--data-dir", "/data"]), None, &xdg).unwrap();
+        assert_eq!(s.sample.unwrap().data_dir, Path::new("/data"));
+        let mcp = |name: &str| match name {
+            "MCP_DATA_DIR" => Some(OsString::from("/mcp-data")),
+            _ => xdg(name),
+        };
+        let s = resolve(&args(&[]), None, &mcp).unwrap();
+        assert_eq!(s.sample.unwrap().data_dir, Path::new("/mcp-data"));
+        let file = (
+            parse("[sample]\ndata_dir = \"d\"\n").unwrap(),
+            PathBuf::from("/etc"),
+        );
+        let s = resolve(&args(&[]), Some(file), &mcp).unwrap();
+        assert_eq!(
+            s.sample.unwrap().data_dir,
+            Path::new("/mcp-data"),
+            "the environment wins over the file"
+        );
+        let s = resolve(&args(&["--data-dir", "/data"]), None, &mcp).unwrap();
+        assert_eq!(
+            s.sample.unwrap().data_dir,
+            Path::new("/data"),
+            "the flag wins"
+        );
+        let empty = |name: &str| match name {
+            "MCP_DATA_DIR" => Some(OsString::new()),
+            _ => xdg(name),
+        };
+        let s = resolve(&args(&[]), None, &empty).unwrap();
+        assert_eq!(
+            s.sample.unwrap().data_dir,
+            Path::new("/xdg/mcp-rs"),
+            "empty is unset"
+        );
+        let file = "[sample]\ndata_dir = \"data\"\n";
+        let s = resolve_with(&[], Some(file)).unwrap();
+        assert_eq!(s.sample.unwrap().data_dir, Path::new("/etc/mcp/data"));
+        let nothing = |_: &str| None;
+        let e = resolve(&args(&[]), None, &nothing).unwrap_err();
+        assert!(e.contains("MCP_DATA_DIR"), "{e}");
+    }
+
+    #[test]
+    fn db_flags() {
+        assert_eq!(
+            split_db_flag("sales=postgres://u@h/db"),
+            (Some("sales"), "postgres://u@h/db")
+        );
+        assert_eq!(
+            split_db_flag("postgres://u@h/db?options=a=b"),
+            (None, "postgres://u@h/db?options=a=b")
+        );
+        assert_eq!(split_db_flag("./a=b.db"), (None, "./a=b.db"));
+        assert_eq!(split_db_flag("app.db"), (None, "app.db"));
+        assert_eq!(split_db_flag("x=sqlite:a.db"), (Some("x"), "sqlite:a.db"));
+
+        let s = resolve_with(&["--db", "app.db"], None).unwrap();
+        assert!(s.sample.is_none(), "a --db turns the sample off");
+        assert_eq!(s.databases[0].name, "main");
+        assert!(
+            matches!(&s.databases[0].target, Target::Sqlite(c) if c.path == Path::new("app.db"))
+        );
+
+        let s = resolve_with(
+            &[
+                "--db",
+                "sqlite:///var/a.db",
+                "--db",
+                "pg=postgres://r@127.0.0.1/test",
+                "--sample",
+                "--allow-write",
+                "--max-rows",
+                "5",
+            ],
+            None,
+        )
+        .unwrap();
+        assert!(
+            matches!(&s.databases[0].target, Target::Sqlite(c) if c.path == Path::new("/var/a.db"))
+        );
+        assert!(
+            matches!(&s.databases[1].target, Target::Postgres(c) if c.url == "postgres://r@127.0.0.1/test")
+        );
+        assert!(s.databases.iter().all(|d| d.config.allow_write));
+        assert_eq!(s.databases[1].config.limits.max_rows, 5);
+        let sample = s.sample.expect("--sample keeps the sample");
+        assert!(sample.config.allow_write);
+        assert_eq!(sample.config.limits.max_rows, 5);
+
+        let e = resolve_with(&["--db", "a.db", "--db", "b.db"], None).unwrap_err();
+        assert!(e.contains("more than one database without a name"), "{e}");
+        let e = resolve_with(&["--db", "a=a.db", "--db", "a=b.db"], None).unwrap_err();
+        assert!(e.starts_with("--db a: "), "{e}");
+        let e = resolve_with(&["--db", "x=mysql://u:secret@h/db"], None).unwrap_err();
+        assert!(
+            e.starts_with("--db x: unsupported database URL scheme \"mysql\""),
+            "{e}"
+        );
+        assert!(!e.contains("secret"), "{e}");
+        let e = resolve_with(&["--max-rows", "0"], None).unwrap_err();
+        assert_eq!(e, "--max-rows: must be between 1 and 100000");
+        let e = resolve_with(&["--max-bytes", "10"], None).unwrap_err();
+        assert_eq!(e, "--max-bytes: must be at least 1024");
+    }
+
+    const FILE: &str = r#"
+[server]
+name = "shop-data"
+instructions = "Answer questions about the shop."
+state_key_file = "state.key"
+
+[http]
+bind = "127.0.0.1:9000"
+path = "/api/mcp"
+allowed_hosts = ["mcp.example.com"]
+allowed_origins = ["https://app.example.com"]
+
+[limits]
+max_rows = 200
+query_timeout = "30s"
+
+[databases.sales]
+url = "postgres://reader@127.0.0.1/sales"
+write_url = "postgres://writer@127.0.0.1/sales"
+allow_write = true
+max_rows = 50
+connections = 2
+
+[databases.local]
+url = "local.db"
+read_connections = 3
+
+[[roots]]
+path = "docs"
+name = "docs"
+
+[files]
+max_file_bytes = 1000
+"#;
+
+    #[test]
+    fn the_file_and_the_flags() {
+        let s = resolve_with(&[], Some(FILE)).unwrap();
+        assert_eq!(s.name, "shop-data");
+        assert_eq!(s.bind.to_string(), "127.0.0.1:9000");
+        assert_eq!(s.path, "/api/mcp");
+        assert_eq!(s.state_key.unwrap().path, Path::new("/etc/mcp/state.key"));
+        assert!(
+            s.sample.is_none(),
+            "databases in the file turn the sample off"
+        );
+        let names: Vec<&str> = s.databases.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["local", "sales"]);
+        let (local, sales) = (&s.databases[0], &s.databases[1]);
+        assert!(
+            matches!(&local.target, Target::Sqlite(c) if c.path == Path::new("/etc/mcp/local.db") && c.read_connections == 3)
+        );
+        assert!(!local.config.allow_write);
+        assert_eq!(local.config.limits.max_rows, 200);
+        assert_eq!(local.config.limits.timeout, Duration::from_secs(30));
+        assert!(
+            matches!(&sales.target, Target::Postgres(c) if c.connections == 2 && c.write_url.is_some())
+        );
+        assert!(sales.config.allow_write);
+        assert_eq!(sales.config.limits.max_rows, 50);
+        assert_eq!(s.roots[0].config.path, Path::new("/etc/mcp/docs"));
+        assert_eq!(s.fs_limits.max_file_bytes, 1000);
+
+        // Flags win.
+        let s = resolve_with(
+            &[
+                "--http",
+                "127.0.0.1:9100",
+                "--path",
+                "/x",
+                "--max-rows",
+                "7",
+                "--db",
+                "local=other.db",
+                "--root",
+                "/srv",
+                "--allowed-host",
+                "b.example.com",
+                "--state-key-file",
+                "/k",
+                "--sample",
+            ],
+            Some(FILE),
+        )
+        .unwrap();
+        assert_eq!(s.bind.to_string(), "127.0.0.1:9100");
+        assert_eq!(s.path, "/x");
+        assert!(s.databases.iter().all(|d| d.config.limits.max_rows == 7));
+        let local = s.databases.iter().find(|d| d.name == "local").unwrap();
+        assert_eq!(local.key, "--db local");
+        assert!(matches!(&local.target, Target::Sqlite(c) if c.path == Path::new("other.db")));
+        assert_eq!(s.roots.len(), 2);
+        assert_eq!(s.allowed_hosts, ["mcp.example.com", "b.example.com"]);
+        assert_eq!(s.state_key.unwrap().path, Path::new("/k"));
+        assert!(s.sample.is_some());
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        let cases = [
+            (
+                "[http]\nbind = \"localhost\"\n",
+                "http.bind: invalid socket address \"localhost\"",
+            ),
+            (
+                "[http]\npath = \"mcp\"\n",
+                "http.path: invalid endpoint path",
+            ),
+            (
+                "[http]\nallowed_origins = [\"app.example.com\"]\n",
+                "http.allowed_origins[0]: invalid origin",
+            ),
+            (
+                "[http]\nmax_message = 10\n",
+                "http.max_message: must be at least 1024",
+            ),
+            (
+                "[limits]\nmax_rows = 0\n",
+                "limits.max_rows: must be between",
+            ),
+            (
+                "[limits]\nquery_timeout = 0\n",
+                "limits.query_timeout: must be more than zero",
+            ),
+            (
+                "[databases.s]\nurl = \"a.db\"\nmax_bytes = 1\n",
+                "databases.s.max_bytes: must be at least 1024",
+            ),
+            (
+                "[databases.s]\nurl = \"mysql://x\"\n",
+                "databases.s.url: unsupported database URL scheme",
+            ),
+            (
+                "[databases.s]\nurl = \"\"\n",
+                "databases.s.url: the database URL is empty",
+            ),
+            (
+                "[databases.s]\nurl = \"a.db\"\nwrite_url = \"b.db\"\n",
+                "databases.s.write_url: only for PostgreSQL",
+            ),
+            (
+                "[databases.s]\nurl = \"postgres://a@b/c\"\nwrite_url = \"b.db\"\n",
+                "databases.s.write_url: must be a postgres:// URL",
+            ),
+            (
+                "[databases.s]\nurl = \"a.db\"\nconnections = 2\n",
+                "databases.s.connections: only for PostgreSQL",
+            ),
+            (
+                "[databases.sample]\nurl = \"a.db\"\n[sample]\nenabled = true\n",
+                "databases.sample: the name",
+            ),
+            ("[server]\nname = \" \"\n", "server.name: must not be empty"),
+            (
+                "[files]\nmax_file_bytes = 0\n",
+                "files.max_file_bytes: must be at least 1",
+            ),
+            ("[sample]\nenabled = false\n", "nothing to serve"),
+        ];
+        for (file, want) in cases {
+            let e = resolve_with(&[], Some(file)).unwrap_err();
+            assert!(e.starts_with(want), "{file}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_readme_shows_the_example_file() {
+        let readme = include_str!("../../../../README.md");
+        let start = readme
+            .find("```toml\n")
+            .expect("a TOML block in the README")
+            + 8;
+        let end = start + readme[start..].find("```").expect("the block ends");
+        assert_eq!(
+            &readme[start..end],
+            include_str!("../../../../examples/mcp.toml"),
+            "the README's TOML block is examples/mcp.toml"
+        );
+    }
+
+    #[test]
+    fn the_example_file_parses() {
+        let text = include_str!("../../../../examples/mcp.toml");
+        let file = parse(text).expect("examples/mcp.toml parses");
+        let s = resolve(&args(&[]), Some((file, PathBuf::from("/etc/mcp"))), &env)
+            .expect("examples/mcp.toml is valid");
+        assert!(s.databases.len() >= 2, "{s:?}");
+        assert!(s.sample.is_some() && !s.roots.is_empty() && s.state_key.is_some());
+    }
+}

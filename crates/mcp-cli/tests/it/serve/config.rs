@@ -1,0 +1,213 @@
+//! Configuration through the binary: bad settings refused at start with the key named, the
+//! example file, and a state key file shared by two instances.
+
+use serde_json::{Value, json};
+
+use super::support::{Serve, TempDir, meta, post, serve_refused, sqlite_scalar};
+
+#[test]
+fn bad_configuration_is_refused_with_the_key_named() {
+    let scratch = TempDir::new();
+    let config = scratch.join("mcp.toml");
+    let config_arg = config.to_str().unwrap().to_owned();
+    let cases = [
+        (
+            "[databases.sales]\nurl = \"mysql://u:secret@db/sales\"\n",
+            "databases.sales.url: unsupported database URL scheme \"mysql\"",
+        ),
+        (
+            "[http]\nbind = \"localhost:80\"\n",
+            "http.bind: invalid socket address \"localhost:80\"",
+        ),
+        (
+            "[http]\nbnd = \"127.0.0.1:1\"\n",
+            "http.bnd: unknown field `bnd`",
+        ),
+        ("[limits]\nmax_rows = -1\n", "limits.max_rows: "),
+        (
+            "[databases.local]\nurl = \"missing.db\"\n",
+            "databases.local: SQLite database",
+        ),
+        (
+            "[databases.Local]\nurl = \"missing.db\"\n",
+            "databases.Local: invalid database name",
+        ),
+        ("[[roots]]\npath = \"no-such-dir\"\n", "roots[0].path: root"),
+        (
+            "[server]\nstate_key_file = \"short.key\"\n",
+            "server.state_key_file: ",
+        ),
+    ];
+    std::fs::write(scratch.join("short.key"), "too short\n").unwrap();
+    for (text, want) in cases {
+        std::fs::write(&config, text).unwrap();
+        let run = serve_refused(scratch.path(), &["--config", &config_arg]);
+        run.expect_code(1);
+        assert!(
+            run.stderr.contains(&format!("error: {config_arg}: {want}"))
+                || run.stderr.contains(&format!("error: {want}")),
+            "{text}\nwanted {want:?}, got:\n{}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains("secret"), "{}", run.stderr);
+    }
+
+    // Flags are named the same way.
+    let short_key = scratch.join("short.key");
+    let flag_cases: [(&[&str], &str); 5] = [
+        (
+            &["--db", "x=mysql://db/x"],
+            "error: --db x: unsupported database URL scheme",
+        ),
+        (
+            &["--max-rows", "0"],
+            "error: --max-rows: must be between 1 and 100000",
+        ),
+        (
+            &["--root", "/no/such/dir"],
+            "error: --root: root \"/no/such/dir\"",
+        ),
+        (
+            &["--state-key-file", short_key.to_str().unwrap()],
+            "error: --state-key-file: ",
+        ),
+        (
+            &["--config", "/no/such/mcp.toml"],
+            "error: --config /no/such/mcp.toml: ",
+        ),
+    ];
+    for (args, want) in flag_cases {
+        let run = serve_refused(scratch.path(), args);
+        run.expect_code(1);
+        assert!(
+            run.stderr.contains(want),
+            "{args:?}\nwanted {want:?}, got:\n{}",
+            run.stderr
+        );
+    }
+    // A value clap parses is a usage error.
+    let run = serve_refused(scratch.path(), &["--query-timeout", "soon"]);
+    run.expect_code(4);
+    assert!(run.stderr.contains("invalid duration"), "{}", run.stderr);
+}
+
+/// The example file is valid as shipped, apart from what it names on a real system: its
+/// PostgreSQL server and folders. With those swapped for local ones it serves.
+#[test]
+fn the_example_file_serves_once_its_paths_exist() {
+    let example = include_str!("../../../../../examples/mcp.toml");
+    let scratch = TempDir::new();
+    let dir = scratch.path();
+    std::fs::create_dir_all(dir.join("docs")).unwrap();
+    std::fs::create_dir_all(dir.join("reports")).unwrap();
+    std::fs::write(dir.join("state.key"), [7u8; 32]).unwrap();
+    super::support::sqlite_file(
+        &dir.join("inventory.db"),
+        "CREATE TABLE stock (sku TEXT PRIMARY KEY, qty INTEGER);",
+    );
+    // Keep every key of the example; drop the PostgreSQL database (its server and roles do not
+    // exist here) and point the absolute folder into the scratch one.
+    let start = example.find("[databases.sales]").unwrap();
+    let end = example.find("[databases.inventory]").unwrap();
+    let text = format!("{}{}", &example[..start], &example[end..])
+        .replace("/srv/reports", dir.join("reports").to_str().unwrap())
+        .replace("bind = \"127.0.0.1:8080\"", "bind = \"127.0.0.1:0\"");
+    let config = dir.join("mcp.toml");
+    std::fs::write(&config, text).unwrap();
+    let data = dir.join("data");
+    // --http is not given, so the file's bind address is used.
+    let serve = Serve::start_without_bind(&data, &["--config", config.to_str().unwrap()]);
+    let run = serve.run(&["discover"], "");
+    run.expect_code(0);
+    assert!(run.stdout.contains("shop-data"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("Prefer the order_totals view"),
+        "{}",
+        run.stdout
+    );
+    let run = serve.run(
+        &[
+            "call",
+            "list_tables",
+            "--arg",
+            "database=inventory",
+            "--json",
+        ],
+        "",
+    );
+    run.expect_code(0);
+    assert_eq!(
+        run.json()["structuredContent"]["tables"][0]["name"],
+        "stock"
+    );
+    assert!(serve.url.ends_with("/mcp"));
+}
+
+/// requestState sealed by one instance is accepted by another with the same key file, which is
+/// what lets an approval asked by one server behind a load balancer be answered at another.
+#[test]
+fn a_shared_state_key_lets_another_instance_finish_an_approval() {
+    let scratch = TempDir::new();
+    let key = scratch.join("state.key");
+    std::fs::write(&key, [42u8; 48]).unwrap();
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let key_arg = key.to_str().unwrap();
+    let data = scratch.join("data");
+    let flags = ["--allow-write", "--state-key-file", key_arg];
+    let a = Serve::start(&data, &flags);
+    let b = Serve::start(&data, &flags);
+    let c = Serve::start(&data, &["--allow-write"]);
+    assert!(!a.log().contains("other users"), "{}", a.log());
+
+    let arguments = json!({"sql": "update products set stock = 0 where id = 1"});
+    let first = post(
+        &a.url,
+        "tools/call",
+        Some("execute"),
+        json!({"name": "execute", "arguments": arguments, "_meta": meta(true)}),
+    );
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required", "{first}");
+    let state = result["requestState"].as_str().expect("a requestState");
+    let asked: Vec<&String> = result["inputRequests"]
+        .as_object()
+        .expect("inputRequests")
+        .keys()
+        .collect();
+    assert_eq!(asked.len(), 1);
+    let answer = |url: &str| {
+        post(
+            url,
+            "tools/call",
+            Some("execute"),
+            json!({
+                "name": "execute",
+                "arguments": arguments,
+                "inputResponses": {
+                    asked[0].as_str(): {"action": "accept", "content": {"approve": true}}
+                },
+                "requestState": state,
+                "_meta": meta(true),
+            }),
+        )
+    };
+    // An instance with its own random key cannot read the state.
+    let refused: Value = answer(&c.url);
+    assert!(
+        refused.get("error").is_some() || refused["result"]["isError"] == json!(true),
+        "{refused}"
+    );
+    let db = data.join("sample.db");
+    assert_ne!(
+        sqlite_scalar(&db, "select stock from products where id = 1"),
+        "0"
+    );
+    // The other instance with the shared key runs it.
+    let done = answer(&b.url);
+    assert_eq!(done["result"]["resultType"], "complete", "{done}");
+    assert_ne!(done["result"]["isError"], json!(true), "{done}");
+    assert_eq!(
+        sqlite_scalar(&db, "select stock from products where id = 1"),
+        "0"
+    );
+}

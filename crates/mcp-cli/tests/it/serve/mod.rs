@@ -1,0 +1,9 @@
+//! `mcp serve` as a user runs it: the real binary serving the SQL adapter (the sample database,
+//! SQLite files and the local PostgreSQL) and the filesystem adapter, driven by the `mcp` client
+//! commands and by `mcp-client`.
+
+mod config;
+mod files;
+mod postgres;
+mod sqlite;
+mod support;

@@ -1,0 +1,402 @@
+//! Running `mcp serve` as a process, scratch folders, the local PostgreSQL, and a bare HTTP POST.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::harness::{Run, command, mcp_env, mcp_path};
+
+/// How long a server may take to start (it may create the sample database or connect to
+/// PostgreSQL) and any polled condition may take to hold.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A name unique to this test process and call, usable as an SQL identifier.
+pub fn unique(prefix: &str) -> String {
+    format!(
+        "{prefix}_{}_{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A scratch directory, removed when dropped.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new() -> TempDir {
+        let dir = std::env::temp_dir().join(unique("mcp-cli-serve"));
+        std::fs::create_dir_all(&dir).expect("create a temp dir");
+        // Canonical, so that file:// URIs built from it match the server's.
+        TempDir(std::fs::canonicalize(&dir).expect("canonicalise the temp dir"))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Polls `check` until it holds; fails after [`PATIENCE`].
+#[track_caller]
+pub fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !check() {
+        assert!(start.elapsed() < PATIENCE, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A running `mcp serve` over HTTP on a port the system picked; stopped (SIGTERM) when dropped.
+pub struct Serve {
+    child: Child,
+    pub url: String,
+    /// Everything the server wrote on stderr so far.
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Serve {
+    /// `mcp serve --http 127.0.0.1:0 ARGS` with `MCP_DATA_DIR=data_dir`; returns once it listens.
+    #[track_caller]
+    pub fn start(data_dir: &Path, args: &[&str]) -> Serve {
+        let mut all = vec!["--http", "127.0.0.1:0"];
+        all.extend_from_slice(args);
+        Self::start_without_bind(data_dir, &all)
+    }
+
+    /// `mcp serve ARGS`, where ARGS (or the configuration file) pick the address.
+    #[track_caller]
+    pub fn start_without_bind(data_dir: &Path, args: &[&str]) -> Serve {
+        let mut all = vec!["serve"];
+        all.extend_from_slice(args);
+        let mut child = command(&all)
+            .env("MCP_DATA_DIR", data_dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("mcp serve starts");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (url_tx, url_rx) = mpsc::channel();
+        let stderr = child.stderr.take().expect("stderr");
+        let lines = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if let Some(rest) = line.split("serving MCP on ").nth(1) {
+                    let _ = url_tx.send(rest.trim().to_owned());
+                }
+                lines.lock().unwrap().push(line);
+            }
+        });
+        let mut serve = Serve {
+            child,
+            url: String::new(),
+            log,
+        };
+        match url_rx.recv_timeout(PATIENCE) {
+            Ok(url) => serve.url = url,
+            Err(_) => {
+                let status = serve.child.try_wait().ok().flatten();
+                panic!(
+                    "mcp serve did not start listening (exit: {status:?}); its log:\n{}",
+                    serve.log()
+                );
+            }
+        }
+        serve
+    }
+
+    /// The server's stderr so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// `mcp ARGS --url URL`.
+    pub fn run(&self, args: &[&str], input: &str) -> Run {
+        let mut all = args.to_vec();
+        all.extend(["--url", &self.url]);
+        mcp_env(&all, input, &[])
+    }
+
+    /// `mcp call query --arg sql=SQL --json`, which must succeed; the structured content.
+    #[track_caller]
+    pub fn query(&self, sql: &str) -> Value {
+        let run = self.run(
+            &["call", "query", "--arg", &format!("sql={sql}"), "--json"],
+            "",
+        );
+        run.expect_code(0);
+        run.json()["structuredContent"].clone()
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(_)) | Err(_) => return,
+                Ok(None) if Instant::now() > deadline => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    return;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    }
+}
+
+/// The `--stdio` command line that starts `mcp serve --stdio ARGS`.
+pub fn stdio_serve(args: &[&str]) -> String {
+    let mut line = format!("'{}' serve --stdio", mcp_path());
+    for arg in args {
+        line.push_str(&format!(" '{arg}'"));
+    }
+    line
+}
+
+/// `mcp ARGS` with `MCP_DATA_DIR=data_dir` (which a server it starts over stdio inherits).
+pub fn mcp_in(data_dir: &Path, args: &[&str], input: &str) -> Run {
+    mcp_env(args, input, &[("MCP_DATA_DIR", data_dir.as_os_str())])
+}
+
+/// `mcp serve ARGS` expected to refuse to start: its exit status and stderr. ARGS carry no
+/// `--http`, so that a bind address in a configuration file is not overridden.
+pub fn serve_refused(data_dir: &Path, args: &[&str]) -> Run {
+    let mut all = vec!["serve"];
+    all.extend_from_slice(args);
+    let run = mcp_env(&all, "", &[("MCP_DATA_DIR", data_dir.as_os_str())]);
+    assert!(
+        !run.stderr.contains("serving MCP on"),
+        "the server started:\n{}",
+        run.stderr
+    );
+    run
+}
+
+/// The row count a `query` result reports, and its rows.
+pub fn rows(structured: &Value) -> &Vec<Value> {
+    structured["rows"].as_array().expect("rows")
+}
+
+/// POSTs one JSON-RPC request to `url` over a fresh HTTP/1.0 connection, with the standard
+/// headers, and returns the JSON-RPC response (from a JSON body or the last SSE event).
+pub fn post(url: &str, method: &str, name: Option<&str>, params: Value) -> Value {
+    let rest = url.strip_prefix("http://").expect("an http URL");
+    let (authority, path) = rest.split_at(rest.find('/').expect("a path"));
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let mut request = format!(
+        "POST {path} HTTP/1.0\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: {method}\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if let Some(name) = name {
+        request.push_str(&format!("Mcp-Name: {name}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&body);
+    let mut stream = std::net::TcpStream::connect(authority).expect("connect to the server");
+    stream
+        .set_read_timeout(Some(PATIENCE))
+        .expect("a read timeout");
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("not an HTTP response: {response}"));
+    assert!(
+        head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
+        "{head}\n{body}"
+    );
+    let json = if head.to_ascii_lowercase().contains("text/event-stream") {
+        body.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .next_back()
+            .expect("an SSE event")
+            .trim()
+            .to_owned()
+    } else {
+        body.to_owned()
+    };
+    serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"))
+}
+
+/// The `_meta` every request carries; `elicitation` declares form elicitation.
+pub fn meta(elicitation: bool) -> Value {
+    let caps = if elicitation {
+        json!({"elicitation": {"form": {}}})
+    } else {
+        json!({})
+    };
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": caps,
+    })
+}
+
+/// An SQLite file with `sql` run on it, written directly (not through the server).
+pub fn sqlite_file(path: &Path, sql: &str) {
+    let conn = rusqlite::Connection::open(path).expect("create the test database");
+    conn.execute_batch(sql).expect("fill the test database");
+}
+
+/// The first column of the first row of `sql` on an SQLite file, as text.
+pub fn sqlite_scalar(path: &Path, sql: &str) -> String {
+    let conn =
+        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open the database");
+    conn.query_row(sql, [], |r| r.get::<_, rusqlite::types::Value>(0))
+        .map(|v| match v {
+            rusqlite::types::Value::Integer(i) => i.to_string(),
+            rusqlite::types::Value::Text(t) => t,
+            other => format!("{other:?}"),
+        })
+        .expect("the query runs")
+}
+
+/// CPU time (user + system, in clock ticks) a process has used so far, from /proc.
+pub fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("/proc/PID/stat");
+    // The command name may hold spaces; the fields after it are space-separated.
+    let after = &stat[stat.rfind(')').expect("a stat line") + 2..];
+    let fields: Vec<&str> = after.split(' ').collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+// ---- PostgreSQL ----
+
+/// The test server: 127.0.0.1:5432, database `test`, trust authentication.
+pub fn pg_url(role: &str) -> String {
+    format!("postgres://{role}@127.0.0.1:5432/test")
+}
+
+/// A schema of its own with two least-privilege roles (a reader and a writer) on the local
+/// PostgreSQL, and an administrative connection to check what the server did; everything is
+/// dropped at the end.
+pub struct Pg {
+    runtime: tokio::runtime::Runtime,
+    admin: tokio_postgres::Client,
+    pub schema: String,
+    pub reader: String,
+    pub writer: String,
+}
+
+impl Pg {
+    /// Creates the schema, runs `setup` in it as the administrator, and creates the roles: the
+    /// reader may only select; the writer may also insert, update and delete.
+    pub fn new(setup: &str) -> Pg {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let admin = runtime.block_on(admin());
+        let schema = unique("mcp_cli_t");
+        let reader = format!("{schema}_r");
+        let writer = format!("{schema}_w");
+        runtime
+            .block_on(admin.batch_execute(&format!(
+                "CREATE SCHEMA {schema};
+                 SET search_path = {schema};
+                 {setup}
+                 RESET search_path;
+                 CREATE ROLE {reader} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE;
+                 CREATE ROLE {writer} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE;
+                 ALTER ROLE {reader} SET search_path = {schema};
+                 ALTER ROLE {writer} SET search_path = {schema};
+                 GRANT USAGE ON SCHEMA {schema} TO {reader}, {writer};
+                 GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {reader}, {writer};
+                 GRANT INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {writer};
+                 GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO {writer};"
+            )))
+            .expect("set up the test schema and roles");
+        Pg {
+            runtime,
+            admin,
+            schema,
+            reader,
+            writer,
+        }
+    }
+
+    /// Runs `sql` as the administrator; the first column of the first row as text.
+    pub fn scalar(&self, sql: &str) -> String {
+        let row = self
+            .runtime
+            .block_on(self.admin.query_one(&format!("SELECT ({sql})::text"), &[]))
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        row.get::<_, Option<String>>(0).unwrap_or_default()
+    }
+}
+
+/// The administrative role of the test server: `postgres`, else `root`.
+pub fn admin_role() -> String {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(connect_admin()).1
+}
+
+async fn admin() -> tokio_postgres::Client {
+    connect_admin().await.0
+}
+
+async fn connect_admin() -> (tokio_postgres::Client, String) {
+    let mut last = None;
+    for user in ["postgres", "root"] {
+        match tokio_postgres::connect(&pg_url(user), tokio_postgres::NoTls).await {
+            Ok((client, connection)) => {
+                tokio::spawn(async move {
+                    let _ = connection.await;
+                });
+                return (client, user.to_owned());
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    panic!(
+        "cannot reach the test PostgreSQL at 127.0.0.1:5432, database test, as postgres or root \
+         (scripts/postgres sets it up): {last:?}"
+    );
+}
+
+impl Drop for Pg {
+    fn drop(&mut self) {
+        let (schema, reader, writer) = (&self.schema, &self.reader, &self.writer);
+        let _ = self.runtime.block_on(self.admin.batch_execute(&format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename IN ('{reader}', '{writer}');
+             DROP SCHEMA IF EXISTS {schema} CASCADE;
+             DROP OWNED BY {reader}, {writer};
+             DROP ROLE IF EXISTS {reader};
+             DROP ROLE IF EXISTS {writer};"
+        )));
+    }
+}
