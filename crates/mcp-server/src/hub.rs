@@ -17,6 +17,8 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+use crate::observe::ListenWatch;
+
 /// A change listeners may want to hear about.
 #[derive(Clone, Debug)]
 pub(crate) enum HubEvent {
@@ -33,6 +35,8 @@ pub(crate) enum HubEvent {
 pub struct ListenStream {
     id: Id,
     inner: BoxStream<'static, Vec<u8>>,
+    /// Tells the observers when the stream closes (it is dropped).
+    _watch: Option<ListenWatch>,
 }
 
 impl std::fmt::Debug for ListenStream {
@@ -55,6 +59,7 @@ impl ListenStream {
         events: broadcast::Receiver<HubEvent>,
         close: CancellationToken,
         server_info: Implementation,
+        watch: Option<ListenWatch>,
     ) -> Self {
         let subscription_id = id.to_value();
         let mut ack = Vec::with_capacity(160);
@@ -117,6 +122,7 @@ impl ListenStream {
         ListenStream {
             id,
             inner: Box::pin(inner),
+            _watch: watch,
         }
     }
 }

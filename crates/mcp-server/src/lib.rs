@@ -5,6 +5,9 @@
 //! transport is here ([`stdio`]); Streamable HTTP is in `mcp-http`. Every request is a function call:
 //! no handshake, no session, no per-request server.
 //!
+//! Observers ([`observe`]) see every request, notification and listen stream on every transport:
+//! [`Metrics`] counts them for Prometheus and [`RequestLog`] logs one `tracing` event per request.
+//!
 //! ```
 //! use mcp_server::{Server, RequestContext, stdio};
 //! use mcp_types::{CallToolResult, Tool};
@@ -36,6 +39,7 @@ mod handler;
 mod hub;
 mod methods;
 mod mrtr;
+pub mod observe;
 mod principal;
 mod registry;
 mod router;
@@ -52,6 +56,7 @@ pub use handler::{
 };
 pub use hub::ListenStream;
 pub use mrtr::{KeyTooShort, MIN_KEY_LEN, StateError, StateSealer};
+pub use observe::{Metrics, RequestLog, RequestObserver, RequestProbe};
 pub use principal::Principal;
 pub use registry::{TemplateError, UriTemplate};
 pub use router::{Incoming, Outcome, Prepared, Reply, ReplyMessage, RequestIo, ToolCallGuard};

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::NotificationSink;
 use crate::hub::ListenStream;
+use crate::observe::{RequestProbe, Transport};
 use crate::{Principal, Server};
 
 /// A request whose envelope and `_meta` have been checked, ready for [`Server::dispatch`].
@@ -134,6 +135,9 @@ pub struct RequestIo<'a> {
     pub guard: Option<&'a dyn ToolCallGuard>,
     /// Ends listen streams gracefully (transport or server shutdown).
     pub close: CancellationToken,
+    /// The request's probe ([`Server::probe`]): the router records what the request names in it,
+    /// and hands it to the stream of an accepted `subscriptions/listen`. The transport ends it.
+    pub probe: Option<&'a mut RequestProbe>,
 }
 
 impl std::fmt::Debug for RequestIo<'_> {
@@ -153,7 +157,13 @@ impl RequestIo<'_> {
             sink: None,
             guard: None,
             close: server.shutdown_token().child_token(),
+            probe: None,
         }
+    }
+
+    /// The probe, if the transport supplied one.
+    pub(crate) fn probe_mut(&mut self) -> Option<&mut RequestProbe> {
+        self.probe.as_deref_mut()
     }
 }
 
@@ -181,12 +191,24 @@ struct MetaProbe<'a> {
 impl Server {
     /// Decodes one message and checks its envelope and `_meta`.
     pub fn prepare<'a>(&self, bytes: &'a [u8]) -> Incoming<'a> {
+        self.prepare_observed(bytes, &mut RequestProbe::disabled())
+    }
+
+    /// [`prepare`](Self::prepare), recording the request's id and method in `probe` as soon as
+    /// they are read, so that a request refused here is reported with them.
+    pub fn prepare_observed<'a>(&self, bytes: &'a [u8], probe: &mut RequestProbe) -> Incoming<'a> {
         let request = match mcp_jsonrpc::decode(bytes) {
-            Err(e) => return Incoming::Rejected(error_reply(e.id.as_ref(), &e.error, true)),
+            Err(e) => {
+                if let Some(id) = &e.id {
+                    probe.set_id(id);
+                }
+                return Incoming::Rejected(error_reply(e.id.as_ref(), &e.error, true));
+            }
             Ok(Message::Notification(n)) => return Incoming::Notification(n),
             Ok(Message::Response(_)) => return Incoming::Response,
             Ok(Message::Request(r)) => r,
         };
+        probe.set_request(&request.id, &request.method);
         let reject = |e: ErrorObject| Incoming::Rejected(error_reply(Some(&request.id), &e, true));
 
         let probe = match request.params {
@@ -294,7 +316,11 @@ impl Server {
     }
 
     /// Serves a prepared request.
-    pub async fn dispatch(&self, req: Prepared<'_>, io: RequestIo<'_>) -> Reply {
+    pub async fn dispatch(&self, req: Prepared<'_>, mut io: RequestIo<'_>) -> Reply {
+        if let Some(probe) = io.probe_mut() {
+            probe.set_request(&req.id, &req.method);
+            probe.capture_arguments(&req.method, req.params.as_deref());
+        }
         if let Some(reply) = self.precheck(&req) {
             return Reply::Message(reply);
         }
@@ -340,11 +366,45 @@ impl Server {
 
     /// Prepares and dispatches one message; `None` for messages that get no reply (notifications,
     /// responses). A convenience for transports without checks of their own, and for tests.
-    pub async fn handle(&self, bytes: &[u8], io: RequestIo<'_>) -> Option<Reply> {
-        match self.prepare(bytes) {
-            Incoming::Request(req) => Some(self.dispatch(req, io).await),
-            Incoming::Rejected(reply) => Some(Reply::Message(reply)),
-            Incoming::Notification(_) | Incoming::Response => None,
+    ///
+    /// Without a probe in `io`, observers see the message as [`Transport::InProcess`].
+    pub async fn handle(&self, bytes: &[u8], mut io: RequestIo<'_>) -> Option<Reply> {
+        let mut own;
+        let probe = match io.probe.take() {
+            Some(probe) => probe,
+            None => {
+                own = self.probe(Transport::InProcess);
+                &mut own
+            }
+        };
+        match self.prepare_observed(bytes, probe) {
+            Incoming::Request(req) => {
+                let reply = self
+                    .dispatch(
+                        req,
+                        RequestIo {
+                            probe: Some(&mut *probe),
+                            ..io
+                        },
+                    )
+                    .await;
+                if let Reply::Message(m) = &reply {
+                    probe.finish(m.outcome);
+                }
+                Some(reply)
+            }
+            Incoming::Rejected(reply) => {
+                probe.finish(reply.outcome);
+                Some(Reply::Message(reply))
+            }
+            Incoming::Notification(n) => {
+                probe.notification(&n.method);
+                None
+            }
+            Incoming::Response => {
+                probe.dismiss();
+                None
+            }
         }
     }
 

@@ -12,6 +12,7 @@ use crate::BuildError;
 use crate::handler::{CompletionHandler, PromptHandler, ResourceHandler, ToolHandler};
 use crate::hub::HubEvent;
 use crate::mrtr::StateSealer;
+use crate::observe::{Fanout, Metrics, RequestObserver, RequestProbe, Transport};
 use crate::registry::{PromptEntry, Registry, ResourceEntry, ToolEntry};
 
 /// Protocol revisions this server speaks, newest first.
@@ -60,6 +61,9 @@ pub(crate) struct Inner {
     pub(crate) hub: broadcast::Sender<HubEvent>,
     pub(crate) sealer: StateSealer,
     pub(crate) shutdown: CancellationToken,
+    /// Every observer as one; `None` keeps probes empty.
+    observer: Option<Arc<dyn RequestObserver>>,
+    metrics: Option<Metrics>,
 }
 
 /// A running MCP server: the shared registry plus everything a transport needs to serve requests.
@@ -92,6 +96,8 @@ impl Server {
             registry: Registry::default(),
             state_key: None,
             error: None,
+            observers: Vec::new(),
+            metrics: None,
         }
     }
 
@@ -209,6 +215,21 @@ impl Server {
         self.inner.shutdown.clone()
     }
 
+    /// A probe for one incoming message on `transport`, reporting to the server's observers; a
+    /// disabled one (free) when there are none. See [`RequestProbe`] for how transports use it.
+    #[inline]
+    pub fn probe(&self, transport: Transport) -> RequestProbe {
+        match &self.inner.observer {
+            None => RequestProbe::disabled(),
+            Some(observer) => RequestProbe::start(observer, transport),
+        }
+    }
+
+    /// The metrics set with [`ServerBuilder::metrics`], for serving them.
+    pub fn metrics(&self) -> Option<&Metrics> {
+        self.inner.metrics.as_ref()
+    }
+
     fn update<E>(
         &self,
         event: HubEvent,
@@ -234,6 +255,8 @@ pub struct ServerBuilder {
     registry: Registry,
     state_key: Option<Vec<u8>>,
     error: Option<BuildError>,
+    observers: Vec<Arc<dyn RequestObserver>>,
+    metrics: Option<Metrics>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -350,6 +373,25 @@ impl ServerBuilder {
         self
     }
 
+    /// Adds an observer that sees every request, client notification and listen stream on every
+    /// transport (see [`observe`](crate::observe)); [`RequestLog`](crate::RequestLog) logs them.
+    /// Observers are called in the order they were added.
+    #[must_use]
+    pub fn observer(mut self, observer: impl RequestObserver) -> Self {
+        self.observers.push(Arc::new(observer));
+        self
+    }
+
+    /// Counts requests into `metrics` (an observer) and makes them available to transports through
+    /// [`Server::metrics`], so `mcp-http` can serve `GET /metrics`.
+    #[must_use]
+    pub fn metrics(mut self, metrics: Metrics) -> Self {
+        // The registry itself is the observer: one indirection less on every request.
+        self.observers.push(metrics.inner.clone());
+        self.metrics = Some(metrics);
+        self
+    }
+
     /// Builds the server, or reports the first registration error.
     pub fn build(self) -> Result<Server, BuildError> {
         if let Some(e) = self.error {
@@ -360,6 +402,12 @@ impl ServerBuilder {
             None => StateSealer::random(self.config.state_ttl),
         };
         let (hub, _) = broadcast::channel(self.config.listen_buffer.max(1));
+        let mut observers = self.observers;
+        let observer: Option<Arc<dyn RequestObserver>> = match observers.len() {
+            0 => None,
+            1 => observers.pop(),
+            _ => Some(Arc::new(Fanout(observers.into_boxed_slice()))),
+        };
         Ok(Server {
             inner: Arc::new(Inner {
                 info: self.info,
@@ -370,6 +418,8 @@ impl ServerBuilder {
                 hub,
                 sealer,
                 shutdown: CancellationToken::new(),
+                observer,
+                metrics: self.metrics,
             }),
         })
     }

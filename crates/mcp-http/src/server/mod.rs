@@ -7,8 +7,14 @@
 //! (-32700), JSON-RPC shape (-32600), `_meta` (-32602), standard headers (-32020), protocol version
 //! (-32022), method (-32601/404), params (-32602 in band), `Mcp-Param-*` (-32020), client
 //! capabilities (-32021).
+//!
+//! Every request reaches the server's observers ([`mcp_server::observe`]) through one
+//! [`RequestProbe`]: refusals at the HTTP level are reported here, with their status, apart from
+//! JSON-RPC errors. With [`HttpConfig::metrics_path`] set, the same service also answers
+//! `GET /metrics`; [`MetricsService`] serves them on an address of their own instead.
 
 mod body;
+mod metrics;
 mod policy;
 mod serve;
 
@@ -24,9 +30,10 @@ use http::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE, HOST, ORIGIN};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::BodyExt as _;
 use mcp_jsonrpc::{ErrorObject, Id};
+use mcp_server::observe::Transport;
 use mcp_server::{
     Incoming, NotificationSink, Outcome, Prepared, Principal, Reply, ReplyMessage, RequestIo,
-    Server, ToolCallGuard,
+    RequestProbe, Server, ToolCallGuard,
 };
 use mcp_types::{JsonObject, ParamHeader};
 use serde::Deserialize;
@@ -34,15 +41,16 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use body::McpBody;
+pub use metrics::MetricsService;
 pub use policy::OriginPolicy;
-pub use serve::{ServeError, serve, serve_with_shutdown};
+pub use serve::{ServeError, serve, serve_metrics, serve_with_shutdown};
 
 use body::Event;
 
 /// The error type HTTP bodies are boxed into.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-use crate::headers::name_source;
+use crate::headers::{MCP_METHOD, name_source};
 use crate::{check_param_headers, check_standard_headers};
 
 /// Settings of the HTTP endpoint.
@@ -61,6 +69,10 @@ pub struct HttpConfig {
     pub notification_buffer: usize,
     /// How long in-flight requests may run after shutdown begins (used by [`serve`]).
     pub drain: Duration,
+    /// Where to answer `GET` with the server's metrics ([`Server::metrics`]) in the Prometheus
+    /// text format, behind the same Host/Origin policy; `None` (the default) serves none. It must
+    /// differ from [`path`](Self::path). To serve them on another address, use [`MetricsService`].
+    pub metrics_path: Option<String>,
 }
 
 impl Default for HttpConfig {
@@ -72,6 +84,7 @@ impl Default for HttpConfig {
             policy: OriginPolicy::loopback(),
             notification_buffer: 256,
             drain: Duration::from_secs(10),
+            metrics_path: None,
         }
     }
 }
@@ -105,6 +118,11 @@ const EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
 impl McpService {
     /// Serves `server` with `config`.
     pub fn new(server: Server, config: HttpConfig) -> Self {
+        if config.metrics_path.is_some() && server.metrics().is_none() {
+            tracing::warn!(
+                "a metrics path is configured but the server has no metrics (ServerBuilder::metrics); it will answer 404"
+            );
+        }
         McpService {
             inner: Arc::new(Shared { server, config }),
         }
@@ -129,8 +147,42 @@ impl McpService {
         let config = &self.inner.config;
         let (parts, body) = request.into_parts();
         if parts.uri.path() != config.path {
+            if config.metrics_path.as_deref() == Some(parts.uri.path()) {
+                return metrics::answer(
+                    self.inner.server.metrics(),
+                    &config.policy,
+                    &parts.method,
+                    &parts.uri,
+                    &parts.headers,
+                );
+            }
             return plain(StatusCode::NOT_FOUND);
         }
+        // If the client goes away, this future is dropped with the probe in it, which reports the
+        // request as cancelled.
+        let mut probe = self.inner.server.probe(Transport::Http);
+        self.serve_mcp(&mut probe, parts, body).await
+    }
+
+    /// The MCP endpoint. Every way out ends `probe`, or hands it on to the task or the stream that
+    /// will.
+    async fn serve_mcp<B>(
+        &self,
+        probe: &mut RequestProbe,
+        parts: http::request::Parts,
+        body: B,
+    ) -> Response<McpBody>
+    where
+        B: http_body::Body<Data = Bytes>,
+        B::Error: Into<BoxError>,
+    {
+        let config = &self.inner.config;
+        let refuse = |probe: &mut RequestProbe, status: StatusCode, message: &str| {
+            // The body was not read, so the `Mcp-Method` header is the only hint of the method.
+            let method = parts.headers.get(MCP_METHOD).and_then(|v| v.to_str().ok());
+            probe.rejected(status.as_u16(), method);
+            http_error(status, message)
+        };
         let host = parts
             .headers
             .get(HOST)
@@ -139,10 +191,11 @@ impl McpService {
         let origin = parts.headers.get(ORIGIN).map(HeaderValue::as_bytes);
         if let Err(why) = config.policy.check(host, origin) {
             tracing::debug!(%why, "refused by the Host/Origin policy");
-            return http_error(StatusCode::FORBIDDEN, &why);
+            return refuse(probe, StatusCode::FORBIDDEN, &why);
         }
         if parts.method != Method::POST {
-            let mut response = http_error(
+            let mut response = refuse(
+                probe,
                 StatusCode::METHOD_NOT_ALLOWED,
                 "this endpoint accepts only POST (no GET stream and no session to DELETE)",
             );
@@ -152,19 +205,22 @@ impl McpService {
             return response;
         }
         if !accepts_both(&parts.headers) {
-            return http_error(
+            return refuse(
+                probe,
                 StatusCode::NOT_ACCEPTABLE,
                 "the Accept header must list both application/json and text/event-stream",
             );
         }
         if !is_json(&parts.headers) {
-            return http_error(
+            return refuse(
+                probe,
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "the Content-Type must be application/json",
             );
         }
-        let too_large = || {
-            http_error(
+        let too_large = |probe: &mut RequestProbe| {
+            refuse(
+                probe,
                 StatusCode::PAYLOAD_TOO_LARGE,
                 &format!("the request body exceeds {} bytes", config.max_body),
             )
@@ -172,27 +228,35 @@ impl McpService {
         if let Some(len) = http_body::Body::size_hint(&body).exact()
             && len > config.max_body as u64
         {
-            return too_large();
+            return too_large(probe);
         }
         let bytes = match http_body_util::Limited::new(body, config.max_body)
             .collect()
             .await
         {
             Ok(collected) => collected.to_bytes(),
-            Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(probe),
             Err(e) => {
-                return http_error(StatusCode::BAD_REQUEST, &format!("reading the body: {e}"));
+                return refuse(
+                    probe,
+                    StatusCode::BAD_REQUEST,
+                    &format!("reading the body: {e}"),
+                );
             }
         };
 
         let server = &self.inner.server;
-        let prepared = match server.prepare(&bytes) {
+        let prepared = match server.prepare_observed(&bytes, probe) {
             Incoming::Request(p) => p,
-            Incoming::Rejected(reply) => return json_reply(reply),
+            Incoming::Rejected(reply) => return answer(probe, reply),
             // spec 2026-07-28 streamable-http: an accepted notification gets 202 with no body.
-            Incoming::Notification(_) => return plain(StatusCode::ACCEPTED),
+            Incoming::Notification(n) => {
+                probe.notification(&n.method);
+                return plain(StatusCode::ACCEPTED);
+            }
             Incoming::Response => {
-                return http_error(
+                return refuse(
+                    probe,
                     StatusCode::BAD_REQUEST,
                     "clients do not send JSON-RPC responses in 2026-07-28",
                 );
@@ -206,10 +270,10 @@ impl McpService {
             name.as_deref(),
             &parts.headers,
         ) {
-            return json_reply(reject(&prepared.id, &e));
+            return answer(probe, reject(&prepared.id, &e));
         }
         if let Some(reply) = server.precheck(&prepared) {
-            return json_reply(reply);
+            return answer(probe, reply);
         }
 
         let principal = parts
@@ -225,15 +289,23 @@ impl McpService {
                 sink: None,
                 guard: None,
                 close,
+                probe: Some(&mut *probe),
             };
             return match server.dispatch(prepared, io).await {
+                // The probe went with the stream, which reports its closing.
                 Reply::Listen(stream) => sse_response(McpBody::listen(stream, keep_alive(config))),
-                Reply::Message(m) => json_reply(m),
+                Reply::Message(m) => answer(probe, m),
             };
         }
         if prepared.wants_stream() {
             return self
-                .streamed(prepared.into_owned(), parts.headers, principal, close)
+                .streamed(
+                    prepared.into_owned(),
+                    parts.headers,
+                    principal,
+                    close,
+                    probe.take(),
+                )
                 .await;
         }
 
@@ -247,12 +319,13 @@ impl McpService {
             sink: None,
             guard: Some(&guard),
             close,
+            probe: Some(&mut *probe),
         };
         let armed = cancel.drop_guard();
         let reply = server.dispatch(prepared, io).await;
         armed.disarm();
         match reply {
-            Reply::Message(m) => json_reply(m),
+            Reply::Message(m) => answer(probe, m),
             Reply::Listen(_) => unreachable!("listen requests are served above"),
         }
     }
@@ -269,6 +342,7 @@ impl McpService {
         headers: HeaderMap,
         principal: Principal,
         close: CancellationToken,
+        mut probe: RequestProbe,
     ) -> Response<McpBody> {
         let config = &self.inner.config;
         let (tx, mut rx) = mpsc::channel::<Event>(config.notification_buffer.max(1));
@@ -284,13 +358,19 @@ impl McpService {
                 sink: Some(sink),
                 guard: Some(&guard),
                 close,
+                probe: Some(&mut probe),
             };
             let reply = tokio::select! {
                 biased;
-                () = task_cancel.cancelled() => return,
-                reply = server.dispatch(prepared, io) => reply,
+                () = task_cancel.cancelled() => None,
+                reply = server.dispatch(prepared, io) => Some(reply),
+            };
+            let Some(reply) = reply else {
+                probe.cancelled();
+                return;
             };
             if let Reply::Message(m) = reply {
+                probe.finish(m.outcome);
                 // The body may be gone already; then nobody is listening.
                 let _ = tx.send(Event::Final(m.body, m.outcome)).await;
             }
@@ -406,6 +486,12 @@ fn reject(id: &Id, error: &ErrorObject) -> ReplyMessage {
             rejected: true,
         },
     }
+}
+
+/// Ends the probe with `reply`'s outcome and answers with it.
+fn answer(probe: &mut RequestProbe, reply: ReplyMessage) -> Response<McpBody> {
+    probe.finish(reply.outcome);
+    json_reply(reply)
 }
 
 fn json_reply(reply: ReplyMessage) -> Response<McpBody> {

@@ -5,6 +5,8 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use http::{Request, Response};
+use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
@@ -12,7 +14,10 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::McpService;
+use super::{McpBody, McpService, MetricsService};
+
+/// How long a metrics listener lets scrapes in progress finish after shutdown begins.
+const METRICS_DRAIN: Duration = Duration::from_secs(2);
 
 /// Why serving stopped.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +43,46 @@ pub async fn serve_with_shutdown(
     service: McpService,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
+    let drain = service.config().drain;
+    let server = service.server().clone();
+    let handler = move |req: Request<Incoming>| {
+        let svc = service.clone();
+        async move { svc.handle(req).await }
+    };
+    // Listen streams end with their final result, which lets their connections close.
+    accept_loop(
+        listener,
+        handler,
+        shutdown,
+        move || server.shutdown(),
+        drain,
+    )
+    .await
+}
+
+/// Serves metrics alone on `listener` until `shutdown` resolves: the separate metrics address.
+pub async fn serve_metrics(
+    listener: TcpListener,
+    service: MetricsService,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServeError> {
+    let handler = move |req: Request<Incoming>| std::future::ready(service.handle(&req));
+    accept_loop(listener, handler, shutdown, || {}, METRICS_DRAIN).await
+}
+
+/// Accepts connections and serves each with `handler` until `shutdown` resolves; then stops
+/// accepting, calls `on_stop`, and drains within `drain`.
+async fn accept_loop<H, F>(
+    listener: TcpListener,
+    handler: H,
+    shutdown: impl Future<Output = ()>,
+    on_stop: impl FnOnce(),
+    drain: Duration,
+) -> Result<(), ServeError>
+where
+    H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response<McpBody>> + Send + 'static,
+{
     let builder = auto::Builder::new(TokioExecutor::new());
     let graceful = GracefulShutdown::new();
     // Connections still open when the drain time is over are dropped, which closes them and
@@ -64,10 +109,10 @@ pub async fn serve_with_shutdown(
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
         }
-        let svc = service.clone();
+        let handler = handler.clone();
         let hyper_service = hyper::service::service_fn(move |req| {
-            let svc = svc.clone();
-            async move { Ok::<_, std::convert::Infallible>(svc.handle(req).await) }
+            let response = handler(req);
+            async move { Ok::<_, std::convert::Infallible>(response.await) }
         });
         let conn = builder
             .serve_connection(TokioIo::new(stream), hyper_service)
@@ -84,9 +129,7 @@ pub async fn serve_with_shutdown(
         });
     }
     drop(listener);
-    // Listen streams end with their final result, which lets their connections close.
-    service.server().shutdown();
-    let drain = service.config().drain;
+    on_stop();
     if tokio::time::timeout(drain, graceful.shutdown())
         .await
         .is_err()

@@ -12,7 +12,7 @@ impl Server {
         &self,
         req: Prepared<'_>,
         registry: &Registry,
-        io: RequestIo<'_>,
+        mut io: RequestIo<'_>,
     ) -> Reply {
         let params: SubscriptionsListenRequestParams = match super::params(&req) {
             Ok(p) => p,
@@ -35,12 +35,17 @@ impl Server {
                 .filter(|_| registry.has_resources()),
         };
         let events = self.inner.hub.subscribe();
+        let watch = io
+            .probe
+            .as_deref_mut()
+            .and_then(|probe| probe.hand_to_listen(&req.id, &io.close));
         Reply::Listen(ListenStream::new(
             req.id,
             honoured,
             events,
             io.close,
             self.inner.info.clone(),
+            watch,
         ))
     }
 }

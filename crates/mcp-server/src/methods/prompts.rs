@@ -16,16 +16,22 @@ impl Server {
         &self,
         req: Prepared<'_>,
         registry: &Registry,
-        io: RequestIo<'_>,
+        mut io: RequestIo<'_>,
     ) -> ReplyMessage {
         let params: GetPromptRequestParams = match super::params(&req) {
             Ok(p) => p,
             Err(e) => return error_reply(Some(&req.id), &e, false),
         };
         let Some(prompt) = registry.prompts.get(&params.name).cloned() else {
+            if let Some(probe) = io.probe_mut() {
+                probe.set_unknown_prompt(&params.name);
+            }
             let e = ErrorObject::invalid_params(format_args!("Unknown prompt: {}", params.name));
             return error_reply(Some(&req.id), &e, false);
         };
+        if let Some(probe) = io.probe_mut() {
+            probe.set_prompt(&prompt);
+        }
         let arguments = params.arguments.unwrap_or_default();
         // spec 2026-07-28 server/prompts: a missing required argument is -32602.
         for arg in prompt.def.arguments.iter().flatten() {

@@ -16,12 +16,15 @@ impl Server {
         &self,
         req: Prepared<'_>,
         registry: &Registry,
-        io: RequestIo<'_>,
+        mut io: RequestIo<'_>,
     ) -> ReplyMessage {
         let params: ReadResourceRequestParams = match super::params(&req) {
             Ok(p) => p,
             Err(e) => return error_reply(Some(&req.id), &e, false),
         };
+        if let Some(probe) = io.probe_mut() {
+            probe.set_resource(&params.uri);
+        }
         // spec 2026-07-28 server/resources (SEP-2164): a missing resource is -32602 with data.uri.
         let Some((handler, vars)) = registry.find_resource(&params.uri) else {
             return error_reply(Some(&req.id), &resource_not_found(&params.uri), false);

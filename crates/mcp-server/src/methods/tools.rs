@@ -16,16 +16,22 @@ impl Server {
         &self,
         req: Prepared<'_>,
         registry: &Registry,
-        io: RequestIo<'_>,
+        mut io: RequestIo<'_>,
     ) -> ReplyMessage {
         let params: CallToolRequestParams = match super::params(&req) {
             Ok(p) => p,
             Err(e) => return error_reply(Some(&req.id), &e, false),
         };
         let Some(tool) = registry.tools.get(&params.name).cloned() else {
+            if let Some(probe) = io.probe_mut() {
+                probe.set_unknown_tool(&params.name);
+            }
             let e = ErrorObject::invalid_params(format_args!("Unknown tool: {}", params.name));
             return error_reply(Some(&req.id), &e, false);
         };
+        if let Some(probe) = io.probe_mut() {
+            probe.set_tool(&tool);
+        }
         if let Some(guard) = io.guard
             && let Err(e) = guard.check(&tool.param_headers, params.arguments.as_ref())
         {

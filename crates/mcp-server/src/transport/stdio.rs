@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::context::NotificationSink;
+use crate::observe::Transport;
 use crate::router::{Incoming, Reply, RequestIo, error_reply};
 use crate::{Principal, Server};
 
@@ -139,7 +140,9 @@ async fn read_loop<R: AsyncRead + Unpin>(
                 let e = ErrorObject::invalid_request(format_args!(
                     "the message exceeds the {max_line}-byte limit"
                 ));
-                conn.send(error_reply(None, &e, true).body).await;
+                let reply = error_reply(None, &e, true);
+                conn.server.probe(Transport::Stdio).finish(reply.outcome);
+                conn.send(reply.body).await;
             } else {
                 line.extend_from_slice(chunk);
             }
@@ -186,14 +189,20 @@ impl Connection {
         if line.iter().all(u8::is_ascii_whitespace) {
             return;
         }
-        let prepared = match self.server.prepare(&line) {
+        let mut probe = self.server.probe(Transport::Stdio);
+        let prepared = match self.server.prepare_observed(&line, &mut probe) {
             Incoming::Request(req) => req.into_owned(),
-            Incoming::Rejected(reply) => return self.send(reply.body).await,
+            Incoming::Rejected(reply) => {
+                probe.finish(reply.outcome);
+                return self.send(reply.body).await;
+            }
             Incoming::Response => {
+                probe.dismiss();
                 tracing::debug!("ignored a JSON-RPC response from the client");
                 return;
             }
             Incoming::Notification(n) => {
+                probe.notification(&n.method);
                 if n.method == "notifications/cancelled"
                     && let Some(params) = n.params
                     && let Ok(CancelParams {
@@ -221,7 +230,9 @@ impl Connection {
             let e = ErrorObject::invalid_request(format_args!(
                 "id {id} is already used by a request in flight"
             ));
-            return self.send(error_reply(Some(&id), &e, true).body).await;
+            let reply = error_reply(Some(&id), &e, true);
+            probe.finish(reply.outcome);
+            return self.send(reply.body).await;
         }
 
         let server = self.server.clone();
@@ -236,6 +247,7 @@ impl Connection {
                 sink: Some(Arc::new(Sink(out.clone()))),
                 guard: None,
                 close,
+                probe: Some(&mut probe),
             };
             let reply = tokio::select! {
                 biased;
@@ -243,11 +255,13 @@ impl Connection {
                 reply = server.dispatch(prepared, io) => Some(reply),
             };
             match reply {
-                None => {}
+                None => probe.cancelled(),
                 Some(Reply::Message(m)) if !cancel.is_cancelled() => {
+                    probe.finish(m.outcome);
                     let _ = out.send(m.body).await;
                 }
-                Some(Reply::Message(_)) => {}
+                // Cancelled after the handler finished: nothing is sent, as for any cancellation.
+                Some(Reply::Message(_)) => probe.cancelled(),
                 Some(Reply::Listen(mut stream)) => loop {
                     tokio::select! {
                         biased;

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_server::{HandlerError, RequestContext, Server};
+use mcp_server::{HandlerError, RequestContext, Server, ServerBuilder};
 use mcp_types::{
     CallToolResult, CreateMessageRequestParams, GetPromptResult, JsonObject, LoggingLevel, Prompt,
     PromptMessage, Resource, ResourceContents, SamplingMessage, TextResourceContents, Tool,
@@ -221,6 +221,13 @@ fn chatty_tool() -> Tool {
 /// A registry with a tool for every HTTP rule under test: `echo`, `slow`, `region`, `sample`,
 /// `chatty`, a prompt with a non-ASCII name and a resource with a non-ASCII URI.
 pub fn full_server(probes: Arc<Probes>) -> Server {
+    full_builder(probes)
+        .build()
+        .expect("the fixture server builds")
+}
+
+/// [`full_server`]'s builder, for tests that add to it.
+pub fn full_builder(probes: Arc<Probes>) -> ServerBuilder {
     let slow_probes = probes.clone();
     Server::builder("http-it", "0.0.1")
         .tool(
@@ -286,8 +293,6 @@ pub fn full_server(probes: Arc<Probes>) -> Server {
                 ))])
             },
         )
-        .build()
-        .expect("the fixture server builds")
 }
 
 /// Only tools (`echo` and `slow`): a listen request for prompt or resource changes is not honoured.

@@ -12,6 +12,7 @@ mod fixture;
 mod harness;
 mod listen;
 mod load;
+mod observe;
 mod params;
 mod responses;
 mod shutdown;
