@@ -1,0 +1,175 @@
+"""Summarises a scripts/bench-compare run into BENCHMARKS.md and an SVG bar chart.
+
+Usage: bench_report.py OUT_DIR BENCHMARKS_MD SVG_PATH ROUNDS DURATION PINNED CPUS CPU_MODEL
+"""
+import glob
+import json
+import os
+import statistics
+import sys
+from datetime import date
+
+
+def load(out_dir):
+    runs = {}
+    for path in glob.glob(os.path.join(out_dir, "*.json")):
+        name = os.path.basename(path)[:-5]
+        parts = name.split("-")
+        kind = parts[0]
+        with open(path) as f:
+            report = json.load(f)
+        if kind == "http":
+            # http-<server>-c<conns>-r<round>
+            server = "-".join(parts[1:-2])
+            setting = int(parts[-2][1:])
+        else:
+            # stdio-<server>-r<round>
+            server = "-".join(parts[1:-1])
+            setting = 32
+        runs.setdefault((kind, server, setting), []).append(report)
+    return runs
+
+
+def median(reports, key):
+    if key == "throughput":
+        return statistics.median(r["throughput"] for r in reports)
+    return statistics.median(r["latency_us"][key] for r in reports)
+
+
+def errors(reports):
+    return sum(sum(r["errors"].values()) for r in reports)
+
+
+def svg_chart(rows, path):
+    """A grouped bar chart of throughput: one group per setting, one bar per server."""
+    colors = {"mcp-rs": "#d9480f", "rmcp": "#1c7ed6", "ceiling": "#868e96"}
+    groups = [(label, values) for label, values in rows]
+    width, height = 760, 360
+    left, bottom, top = 70, 60, 40
+    plot_w, plot_h = width - left - 20, height - bottom - top
+    peak = max(v for _, values in groups for v in values.values()) or 1
+    group_w = plot_w / len(groups)
+    bar_w = group_w / 4
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'font-family="sans-serif" font-size="12">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+        f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="15">'
+        "tools/call echo: throughput (requests/s, higher is better)</text>",
+    ]
+    for i in range(6):
+        value = peak * i / 5
+        y = top + plot_h - plot_h * i / 5
+        out.append(f'<line x1="{left}" x2="{width - 20}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e9ecef"/>')
+        out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{value:,.0f}</text>')
+    for g, (label, values) in enumerate(groups):
+        x0 = left + g * group_w + bar_w / 2
+        for b, server in enumerate(["mcp-rs", "rmcp", "ceiling"]):
+            if server not in values:
+                continue
+            h = plot_h * values[server] / peak
+            x = x0 + b * bar_w
+            y = top + plot_h - h
+            out.append(
+                f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar_w - 2:.1f}" height="{h:.1f}" '
+                f'fill="{colors[server]}"><title>{server}: {values[server]:,.0f} req/s</title></rect>'
+            )
+        out.append(
+            f'<text x="{left + g * group_w + group_w / 2:.1f}" y="{top + plot_h + 18}" '
+            f'text-anchor="middle">{label}</text>'
+        )
+    for i, server in enumerate(["mcp-rs", "rmcp", "ceiling"]):
+        x = left + i * 170
+        y = height - 18
+        out.append(f'<rect x="{x}" y="{y - 10}" width="12" height="12" fill="{colors[server]}"/>')
+        name = {"ceiling": "bare hyper (ceiling)", "rmcp": "rmcp 3.11", "mcp-rs": "mcp-rs"}[server]
+        out.append(f'<text x="{x + 18}" y="{y}">{name}</text>')
+    out.append("</svg>")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def main():
+    out_dir, md_path, svg_path, rounds, duration, pinned, cpus, cpu_model = sys.argv[1:9]
+    runs = load(out_dir)
+    lines = []
+    chart_rows = []
+    table = []
+    for kind, settings in (("http", [1, 16, 64]), ("stdio", [32])):
+        for setting in settings:
+            values = {}
+            row = {}
+            for server in ("mcp-rs", "rmcp", "ceiling"):
+                reports = runs.get((kind, server, setting))
+                if not reports:
+                    continue
+                row[server] = {
+                    "throughput": median(reports, "throughput"),
+                    "p50": median(reports, "p50"),
+                    "p99": median(reports, "p99"),
+                    "errors": errors(reports),
+                }
+                values[server] = row[server]["throughput"]
+            label = f"HTTP c={setting}" if kind == "http" else f"stdio {setting} in flight"
+            chart_rows.append((label, values))
+            table.append((label, row))
+
+    def fmt_ms(us):
+        return f"{us / 1000:.3f}"
+
+    lines.append("# Benchmarks")
+    lines.append("")
+    lines.append(
+        "The same `echo` tool (one string argument, returned as text and as `structuredContent`) served by "
+        "mcp-rs (`echo-server`), by rmcp 3.11 (the official Rust SDK) in its stateless 2026-07-28 mode with "
+        "JSON responses, and by a bare hyper server that reads the body and returns a fixed response (the "
+        "ceiling: it does no protocol work). Every server is driven by `mcp bench`, which checks every "
+        "answer (id, `resultType`, no error) and counts anything else as an error."
+    )
+    lines.append("")
+    lines.append(f"Reproduce: `scripts/bench-compare` (this run: {rounds} round(s) of {duration} s per "
+                 f"server and setting after a 1 s warm-up, servers alternating; medians reported).")
+    lines.append("")
+    lines.append(
+        f"Machine: {cpus} CPUs ({cpu_model}); "
+        + ("servers pinned to CPU 0 and the load tool to CPU 1 (`taskset`)." if pinned == "1"
+           else "no CPU pinning.")
+        + f" Measured on {date.today().isoformat()}. These machines are shared and noisy: compare the "
+        "ratios, which are measured in the same run, rather than the absolute figures."
+    )
+    lines.append("")
+    lines.append("![throughput](benchmarks/throughput.svg)")
+    lines.append("")
+    lines.append("| setting | server | req/s | p50 ms | p99 ms | errors |")
+    lines.append("|---|---|---:|---:|---:|---:|")
+    for label, row in table:
+        for server in ("mcp-rs", "rmcp", "ceiling"):
+            if server in row:
+                r = row[server]
+                lines.append(
+                    f"| {label} | {server} | {r['throughput']:,.0f} | {fmt_ms(r['p50'])} | "
+                    f"{fmt_ms(r['p99'])} | {r['errors']} |"
+                )
+    lines.append("")
+    lines.append("| setting | mcp-rs / rmcp (throughput) | mcp-rs / ceiling (throughput) | p99 mcp-rs vs rmcp |")
+    lines.append("|---|---:|---:|---|")
+    for label, row in table:
+        ours = row.get("mcp-rs")
+        rmcp = row.get("rmcp")
+        ceiling = row.get("ceiling")
+        vs_rmcp = f"{ours['throughput'] / rmcp['throughput']:.2f}x" if ours and rmcp else "n/a"
+        vs_ceiling = f"{ours['throughput'] / ceiling['throughput']:.2f}x" if ours and ceiling else "n/a"
+        p99 = "n/a"
+        if ours and rmcp:
+            p99 = f"{fmt_ms(ours['p99'])} vs {fmt_ms(rmcp['p99'])} ms"
+        lines.append(f"| {label} | {vs_rmcp} | {vs_ceiling} | {p99} |")
+    lines.append("")
+    with open(md_path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    svg_chart(chart_rows, svg_path)
+    print("\n".join(lines[lines.index("| setting | server | req/s | p50 ms | p99 ms | errors |"):]))
+
+
+if __name__ == "__main__":
+    main()
