@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod client;
+mod logging;
 mod serve;
 
 /// The mcp-rs command line: ready-to-run Model Context Protocol servers (2026-07-28), and a client
@@ -50,24 +51,12 @@ fn main() -> ExitCode {
         }
     };
     // Logs go to stderr: on stdio, stdout carries only protocol messages. The client commands
-    // show warnings only, unless MCP_LOG says otherwise.
-    let default_filter = match cli.command {
-        Command::Serve(_) => "info",
-        Command::Bench(_) => "warn",
-        Command::Client(_) => "warn",
-    };
-    // Colour only on a terminal (and not under NO_COLOR): logs redirected to a file or a
-    // journal stay plain text.
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(ansi)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("MCP_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
-        )
-        .init();
+    // show warnings only, unless MCP_LOG says otherwise. `mcp serve` sets up its own once it has
+    // read its settings (the log format may come from its configuration file).
+    match cli.command {
+        Command::Serve(_) => {}
+        Command::Bench(_) | Command::Client(_) => logging::init("warn", logging::LogFormat::Text),
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

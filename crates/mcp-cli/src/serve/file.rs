@@ -16,6 +16,8 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 use toml::de::{DeTable, DeValue};
 
+use crate::logging::LogFormat;
+
 /// The whole file. Every section is optional.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a table")]
@@ -34,6 +36,8 @@ pub(crate) struct FileConfig {
     pub roots: Vec<RootSection>,
     #[serde(default)]
     pub files: FilesSection,
+    #[serde(default)]
+    pub observability: ObservabilitySection,
 }
 
 /// `[server]`: identity, instructions, the `requestState` key.
@@ -120,6 +124,24 @@ pub(crate) struct FilesSection {
     pub max_file_bytes: Option<u64>,
     pub max_dir_entries: Option<usize>,
     pub max_listed_entries: Option<usize>,
+}
+
+/// `[observability]`: request logs and metrics.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(crate) struct ObservabilitySection {
+    /// `text` or `json`.
+    pub log_format: Option<LogFormat>,
+    /// Log the arguments of `tools/call` and `prompts/get` (at DEBUG level of `mcp::request`).
+    #[serde(default)]
+    pub log_arguments: bool,
+    /// Serve the metrics on the HTTP listener.
+    #[serde(default)]
+    pub metrics: bool,
+    /// Where the metrics are served.
+    pub metrics_path: Option<String>,
+    /// A socket address of their own, checked after parsing so the message can quote it.
+    pub metrics_addr: Option<String>,
 }
 
 /// A duration written as seconds (`30`, `1.5`) or with a unit (`"500ms"`, `"30s"`, `"2m"`, `"1h"`).
@@ -344,6 +366,23 @@ mod tests {
         let e = error("[databases.\"my db\"]\nurl = 1\n");
         assert!(
             e.starts_with("databases.\"my db\".url: invalid type"),
+            "{e}"
+        );
+
+        let e = error("[observability]\nlog_format = \"xml\"\n");
+        assert!(
+            e.starts_with(
+                "observability.log_format: unknown variant `xml`, expected `text` or `json`"
+            ),
+            "{e}"
+        );
+
+        let e = error("[observability]\nmetrics = \"yes\"\n");
+        assert!(e.starts_with("observability.metrics: invalid type"), "{e}");
+
+        let e = error("[observability]\nmetrics_adr = \"127.0.0.1:9090\"\n");
+        assert!(
+            e.starts_with("observability.metrics_adr: unknown field `metrics_adr`"),
             "{e}"
         );
 

@@ -4,6 +4,8 @@
 //!
 //! file.rs is the TOML format, settings.rs lays the flags over the file and checks everything
 //! before anything is opened, and open.rs opens the databases and roots and builds the server.
+//! Here: the flags, logging (one line per request on stderr, `RequestLog`), and the serve loop with
+//! the metrics, on the HTTP listener or on a listener of their own that stops with the server.
 
 mod file;
 mod open;
@@ -15,9 +17,13 @@ use std::time::Duration;
 
 use anyhow::{Context as _, anyhow};
 use clap::Args;
-use mcp_http::server::{HttpConfig, McpService, OriginPolicy};
+use futures_util::FutureExt as _;
+use mcp_http::server::{HttpConfig, McpService, MetricsService, OriginPolicy};
+use mcp_server::observe::LOG_TARGET;
 use mcp_server::stdio;
+use tokio::net::TcpListener;
 
+use crate::logging::{self, LogFormat};
 use settings::Settings;
 
 #[derive(Args, Debug)]
@@ -25,7 +31,12 @@ use settings::Settings;
     after_help = "With no flags: Streamable HTTP on http://127.0.0.1:8080/mcp, serving the \
 sample database (created on first run in $MCP_DATA_DIR, else $XDG_DATA_HOME/mcp-rs, else \
 ~/.local/share/mcp-rs), read-only. Flags override the --config file; the repeatable flags add \
-to its lists."
+to its lists.
+
+Logs: one line per request on stderr (id, method, tool/prompt/URI, outcome, duration); MCP_LOG \
+is the filter (default info; e.g. MCP_LOG=info,mcp::request=off drops the request lines). \
+Header values (Authorization, Mcp-Param-*) are never logged; arguments only with \
+--log-arguments."
 )]
 pub(crate) struct ServeArgs {
     /// Read settings from this TOML file (see the README for its format). Flags override it.
@@ -100,6 +111,31 @@ pub(crate) struct ServeArgs {
     /// ~/.local/share/mcp-rs].
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
+
+    /// The format of the logs on stderr, one line per request among them: text, or json (one
+    /// object per line) [default: text].
+    #[arg(long, value_name = "FORMAT", value_enum)]
+    log_format: Option<LogFormat>,
+
+    /// Also log the arguments of tools/call and prompts/get, which may hold user data. They are
+    /// logged at DEBUG level of the mcp::request target, which this flag turns on unless MCP_LOG
+    /// sets the filter. Header values (Authorization, Mcp-Param-*) are never logged.
+    #[arg(long)]
+    log_arguments: bool,
+
+    /// Serve GET /metrics (Prometheus text format) on the HTTP listener, behind the same
+    /// Host/Origin checks as the MCP endpoint.
+    #[arg(long)]
+    metrics: bool,
+
+    /// The path of the metrics, wherever they are served [default: /metrics].
+    #[arg(long, value_name = "PATH")]
+    metrics_path: Option<String>,
+
+    /// Serve the metrics on this address instead of the HTTP listener (also with --stdio), e.g.
+    /// a port only the monitoring network reaches.
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<SocketAddr>,
 }
 
 fn http_config(settings: &Settings) -> HttpConfig {
@@ -110,11 +146,51 @@ fn http_config(settings: &Settings) -> HttpConfig {
     for origin in &settings.allowed_origins {
         policy = policy.allow_origin(origin);
     }
+    // Metrics on the HTTP listener, unless they have an address of their own.
+    let metrics_path = settings
+        .metrics
+        .as_ref()
+        .filter(|m| m.addr.is_none())
+        .map(|m| m.path.clone());
     HttpConfig {
         path: settings.path.clone(),
         max_body: settings.max_message,
         policy,
+        metrics_path,
         ..HttpConfig::default()
+    }
+}
+
+/// The Host/Origin policy of the separate metrics address: the secure default for it, and the
+/// host names and origins allowed on the MCP endpoint.
+fn metrics_policy(settings: &Settings, addr: SocketAddr) -> OriginPolicy {
+    let mut policy = OriginPolicy::for_bind(addr);
+    for host in &settings.allowed_hosts {
+        policy = policy.allow_host(host);
+    }
+    for origin in &settings.allowed_origins {
+        policy = policy.allow_origin(origin);
+    }
+    policy
+}
+
+/// Sets up logging on stderr from the settings. With `--log-arguments` the default filter enables
+/// the request log's target at DEBUG, the level at which `RequestLog` adds the arguments.
+fn init_logging(settings: &Settings) {
+    let default_filter = if settings.log_arguments.is_some() {
+        format!("info,{LOG_TARGET}=debug")
+    } else {
+        "info".to_owned()
+    };
+    logging::init(&default_filter, settings.log_format);
+    if let Some(key) = settings.log_arguments
+        && !tracing::enabled!(target: LOG_TARGET, tracing::Level::DEBUG)
+    {
+        tracing::warn!(
+            "{key}: arguments are logged only while {LOG_TARGET} is enabled at DEBUG, which {} \
+             does not do (add {LOG_TARGET}=debug to it)",
+            logging::FILTER_VAR
+        );
     }
 }
 
@@ -136,6 +212,7 @@ fn from_file(error: &str) -> bool {
     [
         "server.",
         "http.",
+        "observability.",
         "sample.",
         "limits.",
         "databases.",
@@ -155,18 +232,55 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         _ => anyhow!(e),
     };
     let settings = settings::resolve(&args, file, &env).map_err(in_file)?;
+    init_logging(&settings);
+    for note in &settings.notes {
+        tracing::warn!("{}", in_file(note.clone()));
+    }
     let served = open::open(&settings)
         .await
         .map_err(|e| in_file(format!("{e:#}")))?;
     let server = served.server.clone();
+
+    // The metrics' own listener, if they have one; told to stop when the server stops.
+    let metrics = match (&settings.metrics, server.metrics()) {
+        (Some(m), Some(metrics)) => match m.addr {
+            Some((addr, key)) => {
+                let listener = TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| in_file(format!("{key}: cannot listen on {addr}: {e}")))?;
+                let local = listener
+                    .local_addr()
+                    .context("reading the bound metrics address")?;
+                let service = MetricsService::new(metrics.clone(), metrics_policy(&settings, addr))
+                    .with_path(&m.path);
+                Some((listener, service, local))
+            }
+            None => None,
+        },
+        _ => None,
+    };
+    let (stop_metrics, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
+
     if settings.stdio {
         let config = stdio::StdioConfig {
             max_line: settings.max_message,
             ..Default::default()
         };
-        let result = stdio::serve_stdio(server, config)
-            .await
-            .context("serving on stdio");
+        if let Some((_, service, local)) = &metrics {
+            announce_metrics(*local, service.path());
+        }
+        // On stdio the server stops at the end of its input (signals keep their default action).
+        let serving = async {
+            let result = stdio::serve_stdio(server, config)
+                .await
+                .context("serving on stdio");
+            drop(stop_metrics);
+            result
+        };
+        let stopped = async {
+            let _ = metrics_stopped.await;
+        };
+        let (result, ()) = tokio::join!(serving, serve_metrics(metrics, stopped));
         drop(served);
         return result;
     }
@@ -178,14 +292,84 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         );
     }
     let config = http_config(&settings);
-    let listener = tokio::net::TcpListener::bind(settings.bind)
+    let listener = TcpListener::bind(settings.bind)
         .await
         .with_context(|| format!("binding {}", settings.bind))?;
     let local = listener.local_addr().context("reading the bound address")?;
+    if let Some((_, service, local)) = &metrics {
+        announce_metrics(*local, service.path());
+    }
+    if let Some(path) = &config.metrics_path {
+        tracing::info!("serving metrics on http://{local}{path}");
+    }
     tracing::info!("serving MCP on http://{local}{}", config.path);
-    let result = mcp_http::server::serve(listener, McpService::new(server, config))
-        .await
-        .context("serving HTTP");
+    // One signal stops both listeners; the metrics one also stops if the server stops otherwise.
+    let signal = shutdown_signal().shared();
+    let mcp_signal = signal.clone();
+    let serving = async {
+        let service = McpService::new(server, config);
+        let result = mcp_http::server::serve_with_shutdown(listener, service, mcp_signal)
+            .await
+            .context("serving HTTP");
+        drop(stop_metrics);
+        result
+    };
+    let stopped = async move {
+        tokio::select! {
+            () = signal => {}
+            _ = metrics_stopped => {}
+        }
+    };
+    let (result, ()) = tokio::join!(serving, serve_metrics(metrics, stopped));
     drop(served);
     result
+}
+
+/// Says where the metrics' own listener is (tests read this line), with a warning off loopback.
+fn announce_metrics(local: SocketAddr, path: &str) {
+    if !local.ip().is_loopback() {
+        tracing::warn!(
+            "serving metrics on {local}, which is not a loopback address: anyone who can reach it \
+             can read them"
+        );
+    }
+    tracing::info!("serving metrics on http://{local}{path}");
+}
+
+/// Serves the metrics on their own listener, if they have one, until `shutdown`; a failure of
+/// that listener is logged and leaves the MCP server running.
+async fn serve_metrics(
+    metrics: Option<(TcpListener, MetricsService, SocketAddr)>,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    let Some((listener, service, local)) = metrics else {
+        return;
+    };
+    if let Err(e) = mcp_http::server::serve_metrics(listener, service, shutdown).await {
+        tracing::error!("metrics on {local}: {e}; no longer served");
+    }
+}
+
+/// Resolves on SIGINT or, on Unix, SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
 }

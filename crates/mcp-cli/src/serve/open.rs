@@ -5,6 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context as _, anyhow};
 use mcp_fs::{FsAdapter, FsWatcher};
+use mcp_server::observe::{Metrics, RequestLog};
 use mcp_server::{MIN_KEY_LEN, Server};
 use mcp_sql::{
     Database, SampleOutcome, SqlAdapter, SqlError, SqliteConfig, create_sample_database,
@@ -72,7 +73,12 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
 
     let version = env!("CARGO_PKG_VERSION");
     let mut builder = Server::builder(&settings.name, version)
-        .info(Implementation::new(&settings.name, version).with_title(&settings.name));
+        .info(Implementation::new(&settings.name, version).with_title(&settings.name))
+        // One log line per request; arguments only when asked, and only at DEBUG.
+        .observer(RequestLog::new().with_arguments(settings.log_arguments.is_some()));
+    if settings.metrics.is_some() {
+        builder = builder.metrics(Metrics::new());
+    }
     let instructions: Vec<String> = settings
         .instructions
         .iter()

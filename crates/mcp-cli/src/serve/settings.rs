@@ -16,6 +16,7 @@ use mcp_sql::{DEFAULT_DATABASE, DatabaseConfig, Limits, PostgresConfig, SqliteCo
 
 use super::ServeArgs;
 use super::file::{DatabaseSection, FileConfig};
+use crate::logging::LogFormat;
 
 /// The default HTTP address: loopback only.
 pub(crate) const DEFAULT_BIND: &str = "127.0.0.1:8080";
@@ -26,6 +27,7 @@ pub(crate) const SAMPLE_FILE: &str = "sample.db";
 const DEFAULT_NAME: &str = "mcp-rs";
 const DEFAULT_PATH: &str = "/mcp";
 const DEFAULT_MAX_MESSAGE: usize = 4 * 1024 * 1024;
+const DEFAULT_METRICS_PATH: &str = "/metrics";
 
 /// Everything `mcp serve` needs, resolved and checked.
 #[derive(Debug)]
@@ -43,6 +45,23 @@ pub(crate) struct Settings {
     pub databases: Vec<DatabaseSettings>,
     pub roots: Vec<Root>,
     pub fs_limits: FsLimits,
+    pub log_format: LogFormat,
+    /// Log the arguments of `tools/call` and `prompts/get` (at DEBUG level of `mcp::request`):
+    /// the flag or key that asked for it.
+    pub log_arguments: Option<&'static str>,
+    /// `GET /metrics`, when on.
+    pub metrics: Option<MetricsSettings>,
+    /// Settings that were given but do not apply, to say so once logging is set up.
+    pub notes: Vec<String>,
+}
+
+/// Where the metrics are served.
+#[derive(Debug)]
+pub(crate) struct MetricsSettings {
+    /// Their path on whichever listener serves them.
+    pub path: String,
+    /// Their own address, and the flag or key that gave it; `None`: on the HTTP listener.
+    pub addr: Option<(SocketAddr, &'static str)>,
 }
 
 /// The `requestState` key file, and the flag or key that named it.
@@ -121,11 +140,7 @@ pub(crate) fn resolve(
         (None, Some(p)) => (p.clone(), "http.path"),
         (None, None) => (DEFAULT_PATH.to_owned(), "--path"),
     };
-    if !path.starts_with('/') || path.contains(char::is_whitespace) {
-        return Err(format!(
-            "{path_key}: invalid endpoint path {path:?}: it must start with '/'"
-        ));
-    }
+    check_path(&path, path_key, "endpoint path")?;
     let mut allowed_hosts = Vec::new();
     for (i, host) in file.http.allowed_hosts.iter().enumerate() {
         check_host(host).map_err(|e| format!("http.allowed_hosts[{i}]: {e}"))?;
@@ -305,6 +320,22 @@ pub(crate) fn resolve(
         fs_limits.max_listed_entries = n;
     }
 
+    // Logs and metrics.
+    let observability = &file.observability;
+    let log_format = args
+        .log_format
+        .or(observability.log_format)
+        .unwrap_or_default();
+    let log_arguments = if args.log_arguments {
+        Some("--log-arguments")
+    } else if observability.log_arguments {
+        Some("observability.log_arguments")
+    } else {
+        None
+    };
+    let mut notes = Vec::new();
+    let metrics = metrics(args, observability, &path, &mut notes)?;
+
     if sample.is_none() && databases.is_empty() && roots.is_empty() {
         return Err(
             "nothing to serve: no database (--db or [databases]), no root (--root or [[roots]]), and the sample database is off"
@@ -326,7 +357,84 @@ pub(crate) fn resolve(
         databases,
         roots,
         fs_limits,
+        log_format,
+        log_arguments,
+        metrics,
+        notes,
     })
+}
+
+/// Where the metrics are served, if anywhere: on the HTTP listener (`--metrics`,
+/// `observability.metrics`), or on an address of their own (`--metrics-addr`,
+/// `observability.metrics_addr`), which also works with `--stdio`.
+fn metrics(
+    args: &ServeArgs,
+    file: &super::file::ObservabilitySection,
+    mcp_path: &str,
+    notes: &mut Vec<String>,
+) -> Result<Option<MetricsSettings>, String> {
+    let addr = match (&args.metrics_addr, &file.metrics_addr) {
+        (Some(addr), _) => Some((*addr, "--metrics-addr")),
+        (None, Some(text)) => Some((
+            text.parse().map_err(|_| {
+                format!("observability.metrics_addr: invalid socket address {text:?}")
+            })?,
+            "observability.metrics_addr",
+        )),
+        (None, None) => None,
+    };
+    let (path, path_key) = match (&args.metrics_path, &file.metrics_path) {
+        (Some(p), _) => (Some(p.clone()), "--metrics-path"),
+        (None, Some(p)) => (Some(p.clone()), "observability.metrics_path"),
+        (None, None) => (None, "--metrics-path"),
+    };
+    if let Some(path) = &path {
+        check_path(path, path_key, "metrics path")?;
+    }
+    // On the HTTP listener: asked for there, and no address of their own.
+    let mut on_listener = addr.is_none() && (args.metrics || file.metrics);
+    if on_listener && args.stdio {
+        if args.metrics {
+            return Err(
+                "--metrics: with --stdio there is no HTTP listener to serve the metrics on; give \
+                 them an address of their own with --metrics-addr ADDR"
+                    .to_owned(),
+            );
+        }
+        // A file shared by both ways of serving: like [http], this key is for HTTP.
+        notes.push(
+            "observability.metrics: not served with --stdio, which has no HTTP listener; set \
+             observability.metrics_addr to serve them on an address of their own"
+                .to_owned(),
+        );
+        on_listener = false;
+    }
+    if addr.is_none() && !on_listener {
+        if path.is_some() && !(args.stdio && file.metrics) {
+            return Err(format!(
+                "{path_key}: the metrics are off; turn them on with --metrics (observability.metrics \
+                 = true) or give them an address with --metrics-addr (observability.metrics_addr)"
+            ));
+        }
+        return Ok(None);
+    }
+    let path = path.unwrap_or_else(|| DEFAULT_METRICS_PATH.to_owned());
+    if on_listener && path == mcp_path {
+        return Err(format!(
+            "{path_key}: the metrics path {path:?} is the MCP endpoint's; give it another"
+        ));
+    }
+    Ok(Some(MetricsSettings { path, addr }))
+}
+
+/// An HTTP path: it starts with '/' and holds no white space.
+fn check_path(path: &str, key: &str, what: &str) -> Result<(), String> {
+    if !path.starts_with('/') || path.contains(char::is_whitespace) {
+        return Err(format!(
+            "{key}: invalid {what} {path:?}: it must start with '/'"
+        ));
+    }
+    Ok(())
 }
 
 fn file_database(
@@ -873,11 +981,109 @@ max_file_bytes = 1000
                 "files.max_file_bytes: must be at least 1",
             ),
             ("[sample]\nenabled = false\n", "nothing to serve"),
+            (
+                "[observability]\nmetrics_addr = \"localhost:9090\"\n",
+                "observability.metrics_addr: invalid socket address \"localhost:9090\"",
+            ),
+            (
+                "[observability]\nmetrics = true\nmetrics_path = \"metrics\"\n",
+                "observability.metrics_path: invalid metrics path \"metrics\"",
+            ),
+            (
+                "[observability]\nmetrics_path = \"/m\"\n",
+                "observability.metrics_path: the metrics are off",
+            ),
+            (
+                "[http]\npath = \"/x\"\n[observability]\nmetrics = true\nmetrics_path = \"/x\"\n",
+                "observability.metrics_path: the metrics path \"/x\" is the MCP endpoint's",
+            ),
         ];
         for (file, want) in cases {
             let e = resolve_with(&[], Some(file)).unwrap_err();
             assert!(e.starts_with(want), "{file}: {e}");
         }
+    }
+
+    #[test]
+    fn logs_and_metrics() {
+        let s = resolve_with(&[], None).unwrap();
+        assert_eq!(s.log_format, LogFormat::Text);
+        assert!(s.log_arguments.is_none() && s.metrics.is_none() && s.notes.is_empty());
+
+        let s = resolve_with(&["--metrics"], None).unwrap();
+        let m = s.metrics.expect("metrics on");
+        assert_eq!((m.path.as_str(), m.addr), ("/metrics", None));
+        let s = resolve_with(&["--metrics", "--metrics-path", "/m"], None).unwrap();
+        assert_eq!(s.metrics.unwrap().path, "/m");
+        let s = resolve_with(&["--metrics-addr", "127.0.0.1:9090"], None).unwrap();
+        let m = s.metrics.expect("an address turns them on");
+        assert_eq!(
+            m.addr,
+            Some(("127.0.0.1:9090".parse().unwrap(), "--metrics-addr"))
+        );
+        let s = resolve_with(&["--stdio", "--metrics-addr", "127.0.0.1:0"], None).unwrap();
+        assert!(
+            s.metrics.unwrap().addr.is_some(),
+            "an address works on stdio"
+        );
+
+        let e = resolve_with(&["--metrics-path", "/m"], None).unwrap_err();
+        assert!(e.starts_with("--metrics-path: the metrics are off"), "{e}");
+        let e = resolve_with(&["--metrics", "--metrics-path", "m"], None).unwrap_err();
+        assert!(e.starts_with("--metrics-path: invalid metrics path"), "{e}");
+        let e = resolve_with(&["--metrics", "--path", "/metrics"], None).unwrap_err();
+        assert!(e.contains("is the MCP endpoint's"), "{e}");
+        let e = resolve_with(&["--stdio", "--metrics"], None).unwrap_err();
+        assert!(e.starts_with("--metrics: with --stdio"), "{e}");
+        assert!(e.contains("--metrics-addr"), "{e}");
+
+        let file = "[observability]\nlog_format = \"json\"\nlog_arguments = true\n\
+                    metrics_addr = \"127.0.0.1:9100\"\nmetrics_path = \"/stats\"\n";
+        let s = resolve_with(&[], Some(file)).unwrap();
+        assert_eq!(s.log_format, LogFormat::Json);
+        assert_eq!(s.log_arguments, Some("observability.log_arguments"));
+        let m = s.metrics.unwrap();
+        assert_eq!(m.path, "/stats");
+        assert_eq!(
+            m.addr,
+            Some((
+                "127.0.0.1:9100".parse().unwrap(),
+                "observability.metrics_addr"
+            ))
+        );
+        // Flags win.
+        let s = resolve_with(
+            &[
+                "--log-format",
+                "text",
+                "--metrics-addr",
+                "127.0.0.1:9200",
+                "--metrics-path",
+                "/p",
+            ],
+            Some(file),
+        )
+        .unwrap();
+        assert_eq!(s.log_format, LogFormat::Text);
+        let m = s.metrics.unwrap();
+        assert_eq!(m.path, "/p");
+        assert_eq!(
+            m.addr,
+            Some(("127.0.0.1:9200".parse().unwrap(), "--metrics-addr"))
+        );
+
+        // Metrics on the HTTP listener, from a file also used with --stdio: not served there,
+        // and said so.
+        let file = "[observability]\nmetrics = true\n";
+        let s = resolve_with(&["--stdio"], Some(file)).unwrap();
+        assert!(s.metrics.is_none());
+        assert!(
+            s.notes[0].starts_with("observability.metrics: not served with --stdio"),
+            "{:?}",
+            s.notes
+        );
+        let s = resolve_with(&[], Some(file)).unwrap();
+        assert_eq!(s.metrics.unwrap().path, "/metrics");
     }
 
     #[test]

@@ -37,6 +37,26 @@ fn bad_configuration_is_refused_with_the_key_named() {
             "[server]\nstate_key_file = \"short.key\"\n",
             "server.state_key_file: ",
         ),
+        (
+            "[observability]\nmetrics_addr = \"localhost:9090\"\n",
+            "observability.metrics_addr: invalid socket address \"localhost:9090\"",
+        ),
+        (
+            "[observability]\nmetrics_addr = 9090\n",
+            "observability.metrics_addr: invalid type",
+        ),
+        (
+            "[observability]\nmetrics_adr = \"127.0.0.1:9090\"\n",
+            "observability.metrics_adr: unknown field `metrics_adr`",
+        ),
+        (
+            "[observability]\nlog_format = \"xml\"\n",
+            "observability.log_format: unknown variant `xml`",
+        ),
+        (
+            "[observability]\nmetrics_path = \"/stats\"\n",
+            "observability.metrics_path: the metrics are off",
+        ),
     ];
     std::fs::write(scratch.join("short.key"), "too short\n").unwrap();
     for (text, want) in cases {
@@ -52,9 +72,30 @@ fn bad_configuration_is_refused_with_the_key_named() {
         assert!(!run.stderr.contains("secret"), "{}", run.stderr);
     }
 
+    // An address already taken: refused at start, naming the key, before anything is served.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken_addr = taken.local_addr().unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "[http]\nbind = \"127.0.0.1:0\"\n[observability]\nmetrics_addr = \"{taken_addr}\"\n"
+        ),
+    )
+    .unwrap();
+    let run = serve_refused(scratch.path(), &["--config", &config_arg]);
+    run.expect_code(1);
+    let want =
+        format!("error: {config_arg}: observability.metrics_addr: cannot listen on {taken_addr}");
+    assert!(
+        run.stderr.contains(&want),
+        "wanted {want:?}, got:\n{}",
+        run.stderr
+    );
+    drop(taken);
+
     // Flags are named the same way.
     let short_key = scratch.join("short.key");
-    let flag_cases: [(&[&str], &str); 5] = [
+    let flag_cases: [(&[&str], &str); 7] = [
         (
             &["--db", "x=mysql://db/x"],
             "error: --db x: unsupported database URL scheme",
@@ -74,6 +115,14 @@ fn bad_configuration_is_refused_with_the_key_named() {
         (
             &["--config", "/no/such/mcp.toml"],
             "error: --config /no/such/mcp.toml: ",
+        ),
+        (
+            &["--stdio", "--metrics"],
+            "error: --metrics: with --stdio there is no HTTP listener",
+        ),
+        (
+            &["--metrics-path", "/stats"],
+            "error: --metrics-path: the metrics are off",
         ),
     ];
     for (args, want) in flag_cases {
@@ -141,6 +190,18 @@ fn the_example_file_serves_once_its_paths_exist() {
         "stock"
     );
     assert!(serve.url.ends_with("/mcp"));
+    // `metrics = true`: the metrics on the HTTP listener.
+    let metrics = serve.metrics_url().expect("the metrics are served");
+    assert_eq!(metrics, serve.url.replace("/mcp", "/metrics"));
+    let reply = super::support::http(&metrics, "GET", &[], "");
+    assert_eq!(reply.status, 200, "{}", reply.head);
+    assert!(
+        reply
+            .body
+            .contains(r#"mcp_requests_total{method="tools/call",outcome="success"} 1"#),
+        "{}",
+        reply.body
+    );
 }
 
 /// requestState sealed by one instance is accepted by another with the same key file, which is

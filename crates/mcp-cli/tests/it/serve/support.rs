@@ -2,7 +2,7 @@
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
@@ -82,9 +82,19 @@ impl Serve {
     /// `mcp serve ARGS`, where ARGS (or the configuration file) pick the address.
     #[track_caller]
     pub fn start_without_bind(data_dir: &Path, args: &[&str]) -> Serve {
+        Self::start_with_env(data_dir, args, &[])
+    }
+
+    /// `mcp serve ARGS` with environment variables set (`MCP_LOG` is unset unless given).
+    #[track_caller]
+    pub fn start_with_env(data_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Serve {
         let mut all = vec!["serve"];
         all.extend_from_slice(args);
-        let mut child = command(&all)
+        let mut command = command(&all);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command
             .env("MCP_DATA_DIR", data_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -98,8 +108,8 @@ impl Serve {
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
-                if let Some(rest) = line.split("serving MCP on ").nth(1) {
-                    let _ = url_tx.send(rest.trim().to_owned());
+                if let Some(url) = url_after(&line, "serving MCP on ") {
+                    let _ = url_tx.send(url);
                 }
                 lines.lock().unwrap().push(line);
             }
@@ -131,6 +141,35 @@ impl Serve {
         self.child.id()
     }
 
+    /// The URL the server said it serves its metrics at, if it did.
+    pub fn metrics_url(&self) -> Option<String> {
+        let log = self.log.lock().unwrap();
+        log.iter()
+            .find_map(|line| url_after(line, "serving metrics on "))
+    }
+
+    /// Stops the server as a service manager does (SIGTERM) and waits for it to exit, killing it
+    /// after 20 s; its exit status, `None` if it had to be killed.
+    pub fn stop(&mut self) -> Option<ExitStatus> {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Err(_) => return None,
+                Ok(None) if Instant::now() > deadline => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    return None;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    }
+
     /// `mcp ARGS --url URL`.
     pub fn run(&self, args: &[&str], input: &str) -> Run {
         let mut all = args.to_vec();
@@ -152,23 +191,20 @@ impl Serve {
 
 impl Drop for Serve {
     fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(_)) | Err(_) => return,
-                Ok(None) if Instant::now() > deadline => {
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
-                    return;
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            }
+        if let Ok(None) = self.child.try_wait() {
+            self.stop();
         }
     }
+}
+
+/// The URL in a log line after `marker`, in the text format or inside a JSON string.
+pub fn url_after(line: &str, marker: &str) -> Option<String> {
+    let rest = line.split(marker).nth(1)?;
+    let url = rest
+        .split(|c: char| c == '"' || c.is_whitespace())
+        .next()
+        .unwrap_or_default();
+    Some(url.to_owned())
 }
 
 /// The `--stdio` command line that starts `mcp serve --stdio ARGS`.
@@ -204,24 +240,45 @@ pub fn rows(structured: &Value) -> &Vec<Value> {
     structured["rows"].as_array().expect("rows")
 }
 
-/// POSTs one JSON-RPC request to `url` over a fresh HTTP/1.0 connection, with the standard
-/// headers, and returns the JSON-RPC response (from a JSON body or the last SSE event).
-pub fn post(url: &str, method: &str, name: Option<&str>, params: Value) -> Value {
+/// One HTTP exchange's answer.
+#[derive(Debug)]
+pub struct HttpReply {
+    pub status: u16,
+    /// The status line and the headers.
+    pub head: String,
+    pub body: String,
+}
+
+impl HttpReply {
+    /// A header's value (the first, by case-insensitive name).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.head.lines().skip(1).find_map(|line| {
+            let (n, v) = line.split_once(':')?;
+            n.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+        })
+    }
+}
+
+/// Sends one HTTP/1.0 request to `url` over a fresh connection: `Host` (unless `headers` give
+/// one), `headers`, and `body` with its length. Returns once the server closes the connection.
+pub fn http(url: &str, method: &str, headers: &[(&str, &str)], body: &str) -> HttpReply {
     let rest = url.strip_prefix("http://").expect("an http URL");
-    let (authority, path) = rest.split_at(rest.find('/').expect("a path"));
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
-    let mut request = format!(
-        "POST {path} HTTP/1.0\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
-         Mcp-Method: {method}\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    if let Some(name) = name {
-        request.push_str(&format!("Mcp-Name: {name}\r\n"));
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let path = if path.is_empty() { "/" } else { path };
+    let mut request = format!("{method} {path} HTTP/1.0\r\n");
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        request.push_str(&format!("Host: {authority}\r\n"));
+    }
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if !body.is_empty() || method == "POST" {
+        request.push_str(&format!("Content-Length: {}\r\n", body.len()));
     }
     request.push_str("\r\n");
-    request.push_str(&body);
-    let mut stream = std::net::TcpStream::connect(authority).expect("connect to the server");
+    request.push_str(body);
+    let mut stream = std::net::TcpStream::connect(authority)
+        .unwrap_or_else(|e| panic!("connect to {authority}: {e}"));
     stream
         .set_read_timeout(Some(PATIENCE))
         .expect("a read timeout");
@@ -231,21 +288,59 @@ pub fn post(url: &str, method: &str, name: Option<&str>, params: Value) -> Value
     let (head, body) = response
         .split_once("\r\n\r\n")
         .unwrap_or_else(|| panic!("not an HTTP response: {response}"));
-    assert!(
-        head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
-        "{head}\n{body}"
-    );
-    let json = if head.to_ascii_lowercase().contains("text/event-stream") {
-        body.lines()
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {head}"));
+    HttpReply {
+        status,
+        head: head.to_owned(),
+        body: body.to_owned(),
+    }
+}
+
+/// The standard headers of a JSON-RPC POST for `method`, and `Mcp-Name` when given.
+pub fn rpc_headers<'a>(method: &'a str, name: Option<&'a str>) -> Vec<(&'a str, &'a str)> {
+    let mut headers = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+    ];
+    if let Some(name) = name {
+        headers.push(("Mcp-Name", name));
+    }
+    headers
+}
+
+/// The JSON-RPC message of a reply, from a JSON body or the last SSE event.
+pub fn rpc_message(reply: &HttpReply) -> Value {
+    let is_sse = reply
+        .header("content-type")
+        .is_some_and(|t| t.starts_with("text/event-stream"));
+    let json = if is_sse {
+        reply
+            .body
+            .lines()
             .filter_map(|l| l.strip_prefix("data:"))
             .next_back()
             .expect("an SSE event")
             .trim()
             .to_owned()
     } else {
-        body.to_owned()
+        reply.body.clone()
     };
     serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"))
+}
+
+/// POSTs one JSON-RPC request to `url` over a fresh HTTP/1.0 connection, with the standard
+/// headers, and returns the JSON-RPC response (from a JSON body or the last SSE event).
+pub fn post(url: &str, method: &str, name: Option<&str>, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let reply = http(url, "POST", &rpc_headers(method, name), &body);
+    assert_eq!(reply.status, 200, "{}\n{}", reply.head, reply.body);
+    rpc_message(&reply)
 }
 
 /// The `_meta` every request carries; `elicitation` declares form elicitation.

@@ -1,0 +1,58 @@
+//! Logs on stderr, for every command: `MCP_LOG` is the filter (`tracing_subscriber::EnvFilter`
+//! syntax), the command picks the default and the format.
+//!
+//! On stdio, stdout carries only protocol messages, so logs always go to stderr.
+
+use serde::Deserialize;
+use tracing_subscriber::EnvFilter;
+
+/// The environment variable that holds the log filter.
+pub(crate) const FILTER_VAR: &str = "MCP_LOG";
+
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum LogFormat {
+    /// Human-readable lines: time, level, target, message and `key=value` fields.
+    #[default]
+    Text,
+    /// One JSON object per line, the event's fields at the top level beside `timestamp`,
+    /// `level`, `target` and `message`.
+    Json,
+}
+
+/// Installs the global subscriber: `MCP_LOG` when it is set and valid, else `default_filter`. An
+/// invalid `MCP_LOG` is reported (as a warning, once the subscriber is there) and not used.
+pub(crate) fn init(default_filter: &str, format: LogFormat) {
+    let (filter, invalid) = match std::env::var(FILTER_VAR) {
+        Ok(text) if !text.trim().is_empty() => match EnvFilter::try_new(&text) {
+            Ok(filter) => (filter, None),
+            Err(e) => (EnvFilter::new(default_filter), Some(e)),
+        },
+        _ => (EnvFilter::new(default_filter), None),
+    };
+    match format {
+        LogFormat::Text => {
+            // Colour only on a terminal (and not under NO_COLOR): logs redirected to a file or a
+            // journal stay plain text.
+            let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+            tracing_subscriber::fmt()
+                .with_writer(std::io::stderr)
+                .with_ansi(ansi)
+                .with_env_filter(filter)
+                .init();
+        }
+        LogFormat::Json => tracing_subscriber::fmt()
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(false)
+            .with_writer(std::io::stderr)
+            .with_env_filter(filter)
+            .init(),
+    }
+    if let Some(e) = invalid {
+        tracing::warn!("{FILTER_VAR}: invalid filter ({e}); using {default_filter:?}");
+    }
+}
