@@ -290,6 +290,7 @@ impl ClientBuilder {
                 auth_context: RwLock::new(self.auth_context),
                 tool_headers: Mutex::new(HashMap::new()),
                 discovered: Mutex::new(None),
+                legacy_subscriptions: tokio::sync::Mutex::new(HashMap::new()),
                 child: tokio::sync::Mutex::new(child),
             }),
         }
@@ -319,6 +320,8 @@ pub(crate) struct Inner {
     pub(crate) tool_headers: Mutex<HashMap<String, Vec<ParamHeader>>>,
     /// The latest discover result (legacy: built from `initialize`).
     pub(crate) discovered: Mutex<Option<DiscoverResult>>,
+    /// Legacy `resources/subscribe` per URI, counted over the open listens that want it.
+    pub(crate) legacy_subscriptions: tokio::sync::Mutex<HashMap<String, usize>>,
     child: tokio::sync::Mutex<Option<ChildProcess>>,
 }
 
@@ -372,11 +375,14 @@ impl Client {
     }
 
     /// Closes the connection. A child server gets its stdin closed, then SIGTERM, then SIGKILL, each
-    /// after the grace period; its exit status is returned. Requests in flight fail.
+    /// after the grace period; its exit status is returned. Requests in flight fail. On a legacy
+    /// HTTP server the session's GET stream is closed (open listens end with an error) and the
+    /// session is ended with DELETE.
     pub async fn close(&self) -> Result<Option<std::process::ExitStatus>, Error> {
         match &self.inner.transport {
             Transport::Stdio(t) => t.close(),
             Transport::Http(t) => {
+                t.close_standalone();
                 // spec 2025-11-25 transports: a client that no longer needs a session SHOULD end it.
                 if let Some(session) = t.session() {
                     let _ = t.end_session(session).await;
@@ -470,7 +476,7 @@ impl Inner {
         *self.discovered.lock().expect("discover lock") = Some(discover);
         match &self.transport {
             Transport::Stdio(t) => t.answer_server_requests(self.handlers.clone()),
-            Transport::Http(t) => t.set_legacy(version, self.handlers.clone()),
+            Transport::Http(t) => t.set_legacy(version, self.handlers.clone(), self.cache.clone()),
         }
         let body = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
         self.transport
@@ -478,7 +484,13 @@ impl Inner {
                 method_names::NOTIFICATIONS_INITIALIZED,
                 Bytes::from_static(body),
             )
-            .await
+            .await?;
+        if let Transport::Http(t) = &self.transport {
+            // spec 2025-11-25 transports: the session's GET stream carries the server's requests and
+            // notifications that belong to no client request; it is in place before the first call.
+            t.open_standalone(self.config.probe_timeout).await;
+        }
+        Ok(())
     }
 
     /// The `_meta` of a request: the full envelope on a modern server, only the progress token on

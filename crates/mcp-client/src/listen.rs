@@ -4,8 +4,10 @@
 //! acknowledgement, whose filter is the honoured subset of the request; every later notification
 //! carries the listen request's id. The client ends the subscription by closing the stream (HTTP)
 //! or with `notifications/cancelled` (stdio); here, by dropping the [`Subscription`]. On a legacy
-//! server the stream is built from its untagged notifications (the GET stream on HTTP) plus
-//! `resources/subscribe` for the requested URIs where the server offers it.
+//! server the stream is built from its untagged notifications plus `resources/subscribe` for the
+//! requested URIs where the server offers it. On HTTP those notifications come from the session's
+//! one GET stream, opened at connect time and shared by every legacy listen; a server without one
+//! (405) cannot be listened to.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -135,18 +137,7 @@ impl Drop for Subscription {
         {
             runtime.spawn(async move {
                 for uri in uris {
-                    let mut params = JsonObject::new();
-                    params.insert("uri".into(), Value::from(uri));
-                    // Best effort: the server may be gone.
-                    let _ = client
-                        .inner
-                        .send(
-                            method_names::RESOURCES_UNSUBSCRIBE,
-                            params,
-                            Hints::default(),
-                            &Options::default(),
-                        )
-                        .await;
+                    client.legacy_unsubscribe(uri).await;
                 }
             });
         }
@@ -276,21 +267,63 @@ impl Client {
         };
         let mut subscribed = Vec::new();
         for uri in uris {
-            let mut params = JsonObject::new();
-            params.insert("uri".into(), Value::from(uri.as_str()));
-            self.inner
-                .send(
-                    method_names::RESOURCES_SUBSCRIBE,
-                    params,
-                    Hints::default(),
-                    &Options::default(),
-                )
-                .await?;
+            self.legacy_subscribe(&uri).await?;
             subscribed.push(uri);
             subscription.unsubscribe = Some((self.clone(), subscribed.clone()));
         }
         Ok(subscription)
     }
+
+    /// `resources/subscribe` for a legacy listen, counted per URI: the server keeps one
+    /// subscription per URI and session, so only the first listen that wants a URI subscribes.
+    async fn legacy_subscribe(&self, uri: &str) -> Result<(), Error> {
+        let mut counts = self.inner.legacy_subscriptions.lock().await;
+        if let Some(count) = counts.get_mut(uri) {
+            *count += 1;
+            return Ok(());
+        }
+        // The lock is held across the request, so a subscribe and an unsubscribe of one URI never
+        // cross on the wire.
+        self.inner
+            .send(
+                method_names::RESOURCES_SUBSCRIBE,
+                uri_params(uri),
+                Hints::default(),
+                &Options::default(),
+            )
+            .await?;
+        counts.insert(uri.to_owned(), 1);
+        Ok(())
+    }
+
+    /// Undoes one [`legacy_subscribe`](Self::legacy_subscribe): the last listen that wanted the URI
+    /// sends `resources/unsubscribe`.
+    async fn legacy_unsubscribe(&self, uri: String) {
+        let mut counts = self.inner.legacy_subscriptions.lock().await;
+        match counts.get_mut(&uri) {
+            Some(count) if *count > 1 => *count -= 1,
+            Some(_) => {
+                counts.remove(&uri);
+                // Best effort: the server may be gone.
+                let _ = self
+                    .inner
+                    .send(
+                        method_names::RESOURCES_UNSUBSCRIBE,
+                        uri_params(&uri),
+                        Hints::default(),
+                        &Options::default(),
+                    )
+                    .await;
+            }
+            None => {}
+        }
+    }
+}
+
+fn uri_params(uri: &str) -> JsonObject {
+    let mut params = JsonObject::new();
+    params.insert("uri".into(), Value::from(uri));
+    params
 }
 
 #[cfg(test)]

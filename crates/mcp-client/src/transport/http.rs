@@ -3,91 +3,165 @@
 //! spec 2026-07-28 basic/transports/streamable-http (DIGEST §16): one POST per message with the
 //! standard headers; the answer is one JSON message or an SSE stream scoped to the request, whose
 //! notifications come before the response. Closing the stream (dropping the future) cancels.
+//!
 //! A legacy (2025) peer gets `MCP-Protocol-Version` with its revision and the `Mcp-Session-Id` it
-//! minted at `initialize`; its requests to the client arrive on SSE streams and are answered with a
-//! POST of the JSON-RPC response; its notifications arrive on the GET stream.
+//! minted at `initialize`. Its requests to the client arrive on SSE streams (a POST's, or the
+//! session's GET stream) and are answered with a POST of the JSON-RPC response. The session's one
+//! GET stream ([`standalone`]) is opened right after the handshake and kept for the client's life:
+//! it carries the server's requests and notifications that belong to no client request, and every
+//! legacy listen reads from it.
 
+mod standalone;
+
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use mcp_http::client::{EventStream, HttpClient, HttpError, HttpReply, ReplyBody, request_headers};
-use mcp_http::headers::MCP_SESSION_ID;
+use mcp_http::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use mcp_jsonrpc::{Id, Message, RawValue};
 use mcp_types::method_names;
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use super::{Event, ListenSink, Outgoing, Reply, subscription_id};
 use crate::Error;
+use crate::cache::Cache;
 use crate::handlers::Handlers;
+use standalone::Notices;
 
 /// What the transport knows once the server turned out to be legacy.
-#[derive(Debug)]
 struct Legacy {
     version: &'static str,
     handlers: Handlers,
+    /// Invalidated by every notification not tied to a request.
+    cache: Option<Arc<Cache>>,
+}
+
+/// What the transport shares with its background tasks (the GET stream, answers to server
+/// requests): they always send the current session and headers.
+struct Shared {
+    http: HttpClient,
+    extra: RwLock<HeaderMap>,
+    session: Mutex<Option<HeaderValue>>,
+    legacy: OnceLock<Legacy>,
+    /// Legacy only: where notifications that belong to no response stream go.
+    notices: Notices,
 }
 
 /// The HTTP transport of one client.
 pub(crate) struct HttpTransport {
-    http: HttpClient,
-    extra: RwLock<HeaderMap>,
-    session: Mutex<Option<HeaderValue>>,
-    legacy: OnceLock<Arc<Legacy>>,
+    shared: Arc<Shared>,
+    /// Whether the legacy GET stream was started (once per client).
+    standalone: AtomicBool,
+    /// Stops the GET stream: on `close`, or when the client is dropped.
+    stop: CancellationToken,
 }
 
 impl std::fmt::Debug for HttpTransport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpTransport")
-            .field("url", &self.http.url())
+            .field("url", &self.shared.http.url())
             .finish_non_exhaustive()
+    }
+}
+
+impl Drop for HttpTransport {
+    fn drop(&mut self) {
+        // The last handle on the client is gone: nothing will read the GET stream any more.
+        self.stop.cancel();
     }
 }
 
 impl HttpTransport {
     pub(crate) fn new(http: HttpClient, extra: HeaderMap) -> Self {
         HttpTransport {
-            http,
-            extra: RwLock::new(extra),
-            session: Mutex::new(None),
-            legacy: OnceLock::new(),
+            shared: Arc::new(Shared {
+                http,
+                extra: RwLock::new(extra),
+                session: Mutex::new(None),
+                legacy: OnceLock::new(),
+                notices: Notices::default(),
+            }),
+            standalone: AtomicBool::new(false),
+            stop: CancellationToken::new(),
         }
     }
 
     pub(crate) fn origin(&self) -> String {
-        self.http.origin()
+        self.shared.http.origin()
     }
 
     /// Replaces or adds an extra header sent on every request (for example a refreshed
-    /// `Authorization`).
+    /// `Authorization`), the GET stream's reconnections included.
     pub(crate) fn set_header(&self, name: HeaderName, value: HeaderValue) {
-        self.extra
+        self.shared
+            .extra
             .write()
             .expect("headers lock")
             .insert(name, value);
     }
 
-    /// Switches to the legacy revision: its requests are answered with `handlers`.
-    pub(crate) fn set_legacy(&self, version: &'static str, handlers: Handlers) {
-        let _ = self.legacy.set(Arc::new(Legacy { version, handlers }));
+    /// Switches to the legacy revision: its requests are answered with `handlers`, and its
+    /// notifications invalidate `cache`.
+    pub(crate) fn set_legacy(
+        &self,
+        version: &'static str,
+        handlers: Handlers,
+        cache: Option<Arc<Cache>>,
+    ) {
+        let _ = self.shared.legacy.set(Legacy {
+            version,
+            handlers,
+            cache,
+        });
     }
 
     /// The legacy session id, if the server minted one.
     pub(crate) fn session(&self) -> Option<HeaderValue> {
-        self.session.lock().expect("session lock").clone()
+        self.shared.session()
+    }
+
+    /// Opens the legacy session's GET stream and keeps it open (reconnecting with backoff) until
+    /// the client is closed or dropped. Waits at most `wait` for the server's first answer, so that
+    /// the stream is in place before the first call: a server request sent while no GET stream is
+    /// open is lost (the TypeScript SDK v1 drops it). A 405 means the server has no such stream;
+    /// that is remembered, and the client carries on without it. Does nothing on a modern server
+    /// or when the stream was already started.
+    pub(crate) async fn open_standalone(&self, wait: Duration) {
+        if self.shared.legacy.get().is_none() || self.standalone.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let (settled, first_answer) = oneshot::channel();
+        tokio::spawn(standalone::run(
+            self.shared.clone(),
+            self.stop.clone(),
+            settled,
+        ));
+        if tokio::time::timeout(wait, first_answer).await.is_err() {
+            tracing::debug!(
+                ?wait,
+                "the legacy GET stream is not open yet; it keeps trying in the background"
+            );
+        }
+    }
+
+    /// Closes the GET stream for good; legacy listens still open end with an error.
+    pub(crate) fn close_standalone(&self) {
+        self.stop.cancel();
+        self.shared.notices.end("the client was closed");
     }
 
     /// Ends a legacy session with DELETE (spec 2025-11-25 transports); a 405 means the server does
     /// not let clients end sessions, which is fine.
     pub(crate) async fn end_session(&self, session: HeaderValue) -> Result<(), Error> {
-        let version = self.legacy.get().map(|l| l.version);
-        let mut headers = request_headers(version, None, None, [])
-            .map_err(|e| Error::InvalidArgument(Box::new(e)))?;
-        self.common_headers(&mut headers);
+        let mut headers = self.shared.legacy_headers();
         headers.insert(MCP_SESSION_ID, session);
-        self.http.delete(headers).await?;
+        self.shared.http.delete(headers).await?;
         Ok(())
     }
 
@@ -104,18 +178,8 @@ impl HttpTransport {
             )
             .map_err(invalid)?
         };
-        self.common_headers(&mut headers);
+        self.shared.common_headers(&mut headers);
         Ok(headers)
-    }
-
-    /// The session and the application's extra headers.
-    fn common_headers(&self, headers: &mut HeaderMap) {
-        if let Some(session) = self.session() {
-            headers.insert(MCP_SESSION_ID, session);
-        }
-        for (name, value) in self.extra.read().expect("headers lock").iter() {
-            headers.insert(name, value.clone());
-        }
     }
 
     pub(crate) async fn request(
@@ -124,11 +188,17 @@ impl HttpTransport {
         events: mpsc::UnboundedSender<Event>,
     ) -> Result<Reply, Error> {
         let headers = self.headers(&out)?;
-        let reply = self.http.post(out.body, headers).await?;
+        // A legacy server may send this request's progress (and log messages) on the GET stream.
+        let _tracked = self
+            .shared
+            .legacy
+            .get()
+            .map(|_| standalone::track(&self.shared, &out, &events));
+        let reply = self.shared.http.post(out.body, headers).await?;
         if out.method == method_names::INITIALIZE
             && let Some(session) = reply.headers.get(MCP_SESSION_ID)
         {
-            *self.session.lock().expect("session lock") = Some(session.clone());
+            *self.shared.session.lock().expect("session lock") = Some(session.clone());
         }
         let status = reply.status;
         match reply.body {
@@ -181,31 +251,29 @@ impl HttpTransport {
                 None
             }
             Message::Notification(n) => {
-                if let Some(event) = Event::parse(&n.method, n.params) {
-                    let _ = events.send(event);
+                match Event::parse(&n.method, n.params) {
+                    Some(event) => {
+                        let _ = events.send(event);
+                    }
+                    // A legacy server may send any notification on a response stream; those that
+                    // are not the request's own go where the GET stream's go.
+                    None if self.shared.legacy.get().is_some() => {
+                        self.shared.untagged(&n.method, n.params);
+                    }
+                    None => {}
                 }
                 None
             }
             Message::Request(request) => {
-                self.answer_server_request(request.id, &request.method, request.params);
+                self.shared
+                    .answer_server_request(request.id, &request.method, request.params);
                 None
             }
         }
     }
 
-    /// Answers a legacy server's request with a POST of the JSON-RPC response.
-    fn answer_server_request(&self, id: Id, method: &str, params: Option<&RawValue>) {
-        let Some(legacy) = self.legacy.get().cloned() else {
-            tracing::warn!(%method, "ignored a request from a 2026-07-28 server; servers never send requests");
-            return;
-        };
-        let mut headers = HeaderMap::new();
-        self.common_headers(&mut headers);
-        spawn_answer(self.http.clone(), legacy, headers, id, method, params);
-    }
-
     pub(crate) async fn notify(&self, method: &'static str, body: Bytes) -> Result<(), Error> {
-        let mut headers = match self.legacy.get() {
+        let mut headers = match self.shared.legacy.get() {
             Some(legacy) => request_headers(Some(legacy.version), None, None, []),
             None => request_headers(
                 Some(mcp_types::LATEST_PROTOCOL_VERSION),
@@ -215,8 +283,8 @@ impl HttpTransport {
             ),
         }
         .map_err(|e| Error::InvalidArgument(Box::new(e)))?;
-        self.common_headers(&mut headers);
-        let reply = self.http.post(body, headers).await?;
+        self.shared.common_headers(&mut headers);
+        let reply = self.shared.http.post(body, headers).await?;
         if reply.status.is_success() {
             Ok(())
         } else {
@@ -239,7 +307,7 @@ impl HttpTransport {
         sink: ListenSink,
     ) -> Result<ListenGuard, Error> {
         let headers = self.headers(&out)?;
-        let reply = self.http.post(out.body, headers).await?;
+        let reply = self.shared.http.post(out.body, headers).await?;
         let stream = expect_stream(reply, &out.id, out.method)?;
         let id = out.id;
         let task = tokio::spawn(pump(stream, sink, move |message, sink| match message {
@@ -256,89 +324,86 @@ impl HttpTransport {
             }
             _ => true,
         }));
-        Ok(ListenGuard(task))
+        Ok(ListenGuard(Guard::Stream(task)))
     }
 
-    /// Opens the legacy GET stream; its untagged notifications feed `sink`.
-    pub(crate) async fn legacy_listen(&self, sink: ListenSink) -> Result<ListenGuard, Error> {
-        let Some(legacy) = self.legacy.get().cloned() else {
+    /// Adds a legacy listen to the session's GET stream, which every legacy listen shares; its
+    /// untagged notifications feed `sink` from now on.
+    pub(crate) fn legacy_listen(&self, sink: ListenSink) -> Result<ListenGuard, Error> {
+        if self.shared.legacy.get().is_none() {
             return Err(Error::Unsupported(
                 "a legacy notification stream on a 2026-07-28 server",
             ));
-        };
-        let mut headers = request_headers(Some(legacy.version), None, None, [])
-            .map_err(|e| Error::InvalidArgument(Box::new(e)))?;
-        self.common_headers(&mut headers);
-        let reply = match self.http.get_stream(headers).await {
-            Ok(reply) => reply,
-            Err(HttpError::Status { status, .. }) if status == StatusCode::METHOD_NOT_ALLOWED => {
-                return Err(Error::Unsupported(
-                    "the legacy server offers no GET notification stream (HTTP 405)",
-                ));
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let ReplyBody::Events(stream) = reply.body else {
-            return Err(Error::Unsupported(
-                "the legacy server answered the GET stream without an event stream",
-            ));
-        };
-        let http = self.http.clone();
-        let mut common = HeaderMap::new();
-        self.common_headers(&mut common);
-        let task = tokio::spawn(pump(stream, sink, move |message, sink| {
-            match message {
-                Message::Notification(n) => {
-                    sink.notification(&n.method, n.params.and_then(to_value));
-                }
-                Message::Request(r) => spawn_answer(
-                    http.clone(),
-                    legacy.clone(),
-                    common.clone(),
-                    r.id,
-                    &r.method,
-                    r.params,
-                ),
-                Message::Response(_) => {}
-            }
-            true
-        }));
-        Ok(ListenGuard(task))
+        }
+        // The transport invalidates the cache for every notification, listened to or not.
+        let key = self.shared.notices.add_listener(sink.without_cache())?;
+        Ok(ListenGuard(Guard::Legacy {
+            shared: self.shared.clone(),
+            key,
+        }))
     }
 }
 
-/// Answers one legacy server request in a task, and POSTs the JSON-RPC response.
-fn spawn_answer(
-    http: HttpClient,
-    legacy: Arc<Legacy>,
-    common: HeaderMap,
-    id: Id,
-    method: &str,
-    params: Option<&RawValue>,
-) {
-    let method = method.to_owned();
-    let params = params.map(ToOwned::to_owned);
-    tokio::spawn(async move {
-        let answer = legacy
-            .handlers
-            .answer_legacy(&method, params.as_deref())
-            .await;
-        let mut body = Vec::with_capacity(128);
-        match answer {
-            Ok(result) => {
-                mcp_jsonrpc::write_result(&mut body, &id, &result)
-                    .expect("a JSON value serializes");
-            }
-            Err(error) => mcp_jsonrpc::write_error(&mut body, Some(&id), &error),
+impl Shared {
+    fn session(&self) -> Option<HeaderValue> {
+        self.session.lock().expect("session lock").clone()
+    }
+
+    /// The session and the application's extra headers.
+    fn common_headers(&self, headers: &mut HeaderMap) {
+        if let Some(session) = self.session() {
+            headers.insert(MCP_SESSION_ID, session);
         }
-        let Ok(mut headers) = request_headers(Some(legacy.version), None, None, []) else {
+        for (name, value) in self.extra.read().expect("headers lock").iter() {
+            headers.insert(name, value.clone());
+        }
+    }
+
+    /// The headers of a legacy message that is no request of ours (an answer, the GET, the
+    /// DELETE): the revision, the session and the extra headers.
+    fn legacy_headers(&self) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        if let Some(legacy) = self.legacy.get() {
+            headers.insert(
+                MCP_PROTOCOL_VERSION,
+                HeaderValue::from_static(legacy.version),
+            );
+        }
+        self.common_headers(&mut headers);
+        headers
+    }
+
+    /// Answers a legacy server's request in a task, with a POST of the JSON-RPC response.
+    fn answer_server_request(self: &Arc<Self>, id: Id, method: &str, params: Option<&RawValue>) {
+        if self.legacy.get().is_none() {
+            tracing::warn!(%method, "ignored a request from a 2026-07-28 server; servers never send requests");
             return;
-        };
-        headers.extend(common);
-        if let Err(e) = http.post(Bytes::from(body), headers).await {
-            tracing::warn!(error = %e, %method, "could not deliver the answer to a server request");
         }
-    });
+        let shared = self.clone();
+        let method = method.to_owned();
+        let params = params.map(ToOwned::to_owned);
+        tokio::spawn(async move {
+            let Some(legacy) = shared.legacy.get() else {
+                return;
+            };
+            let answer = legacy
+                .handlers
+                .answer_legacy(&method, params.as_deref())
+                .await;
+            let mut body = Vec::with_capacity(128);
+            match answer {
+                Ok(result) => {
+                    mcp_jsonrpc::write_result(&mut body, &id, &result)
+                        .expect("a JSON value serializes");
+                }
+                Err(error) => mcp_jsonrpc::write_error(&mut body, Some(&id), &error),
+            }
+            let headers = shared.legacy_headers();
+            if let Err(e) = shared.http.post(Bytes::from(body), headers).await {
+                tracing::warn!(error = %e, %method, "could not deliver the answer to a server request");
+            }
+        });
+    }
 }
 
 /// Reads a stream until it ends, the handler says stop, or the subscription is dropped.
@@ -408,13 +473,24 @@ fn to_value(raw: &RawValue) -> Option<Value> {
     serde_json::from_str(raw.get()).ok()
 }
 
-/// Keeps an HTTP listen stream open; dropping it closes the response, which ends the subscription
-/// (spec 2026-07-28 basic/patterns/subscriptions).
-pub(crate) struct ListenGuard(JoinHandle<()>);
+/// Keeps an HTTP listen open; dropping it ends the subscription.
+pub(crate) struct ListenGuard(Guard);
+
+enum Guard {
+    /// A modern listen: the task that reads its response stream. Aborting it closes the response,
+    /// which ends the subscription (spec 2026-07-28 basic/patterns/subscriptions).
+    Stream(JoinHandle<()>),
+    /// A legacy listen: its place among the GET stream's listeners. The stream itself stays, for
+    /// the other listens and for the server's requests.
+    Legacy { shared: Arc<Shared>, key: u64 },
+}
 
 impl Drop for ListenGuard {
     fn drop(&mut self) {
-        self.0.abort();
+        match &self.0 {
+            Guard::Stream(task) => task.abort(),
+            Guard::Legacy { shared, key } => shared.notices.remove_listener(*key),
+        }
     }
 }
 

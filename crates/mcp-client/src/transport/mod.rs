@@ -141,6 +141,15 @@ impl ListenSink {
             .is_ok()
     }
 
+    /// The same sink without cache invalidation, for a transport that invalidates the cache for
+    /// every notification itself (the legacy HTTP GET stream).
+    pub(crate) fn without_cache(self) -> Self {
+        ListenSink {
+            cache: None,
+            ..self
+        }
+    }
+
     pub(crate) fn end(&self) {
         let _ = self.tx.send(ListenItem::End);
     }
@@ -231,11 +240,12 @@ impl Transport {
         }
     }
 
-    /// Opens a legacy listen stream from the server's untagged notifications.
+    /// Opens a legacy listen stream from the server's untagged notifications (on HTTP, those of
+    /// the session's one GET stream, which all legacy listens share).
     pub(crate) async fn legacy_listen(&self, sink: ListenSink) -> Result<ListenGuard, Error> {
         match self {
             Transport::Stdio(t) => Ok(ListenGuard::Stdio(t.legacy_listen(sink))),
-            Transport::Http(t) => t.legacy_listen(sink).await.map(ListenGuard::Http),
+            Transport::Http(t) => t.legacy_listen(sink).map(ListenGuard::Http),
         }
     }
 }

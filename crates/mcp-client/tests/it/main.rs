@@ -8,6 +8,7 @@ mod fixture;
 mod harness;
 mod http_only;
 mod interop;
+mod legacy_stream;
 mod mrtr;
 mod process;
 mod streams;

@@ -12,8 +12,9 @@
 //! - statuses: 413 and 431 become errors that name the limit that was hit; other non-2xx answers
 //!   without a JSON body become [`HttpError::Status`]; a non-2xx answer with a JSON body is handed
 //!   back, because it usually carries a JSON-RPC error the caller must surface;
-//! - the legacy (2025) session: `Mcp-Session-Id` is a header like any other here, and
-//!   [`HttpClient::get_stream`] opens the legacy GET stream.
+//! - the legacy (2025) session: `Mcp-Session-Id` is a header like any other here,
+//!   [`HttpClient::get_stream`] opens the legacy GET stream (any non-2xx answer is an error, a 405
+//!   included, which says the server offers none), and [`HttpClient::delete`] ends the session.
 //!
 //! What a status or an error means for era detection, retries and caching is the caller's business
 //! (`mcp-client`).
@@ -211,8 +212,11 @@ impl HttpClient {
 
     /// Opens the legacy (2025) GET stream of server messages, with `Accept: text/event-stream`.
     ///
-    /// A 405 means the server offers none; it is returned as [`HttpError::Status`].
-    pub async fn get_stream(&self, mut headers: HeaderMap) -> Result<HttpReply, HttpError> {
+    /// Only a 2xx `text/event-stream` answer opens it. Any other status is an [`HttpError::Status`]
+    /// whatever the body (a GET has no JSON-RPC response to hand back): 405 means the server offers
+    /// no such stream, 409 (TypeScript SDK v1) that the session already has one. A 2xx answer of
+    /// another media type is [`HttpError::UnexpectedContentType`]. Dropping the stream closes it.
+    pub async fn get_stream(&self, mut headers: HeaderMap) -> Result<EventStream, HttpError> {
         headers.insert(ACCEPT, EVENT_STREAM);
         let header_size = header_bytes(&headers);
         let response = self
@@ -222,7 +226,7 @@ impl HttpClient {
             .send()
             .await
             .map_err(HttpError::Request)?;
-        reply::read(response, 0, header_size, self.max_message).await
+        reply::read_stream(response, header_size, self.max_message).await
     }
 
     /// Sends the legacy (2025) DELETE that ends a session; the status is returned as is.

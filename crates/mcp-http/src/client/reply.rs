@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::pin::Pin;
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures_util::{Stream, StreamExt as _};
@@ -89,6 +90,13 @@ impl EventStream {
             }
         }
     }
+
+    /// The reconnection delay the server asked for with the SSE `retry:` field, if it sent one so
+    /// far. Only a legacy (2025) client reconnects a stream (its GET stream); a 2026-07-28 stream
+    /// is never resumed.
+    pub fn retry(&self) -> Option<Duration> {
+        self.parser.retry().map(Duration::from_millis)
+    }
 }
 
 /// The media type of a response, lowercased, without parameters.
@@ -144,6 +152,42 @@ pub(super) async fn read(
         headers,
         body,
     })
+}
+
+/// Reads the answer to a GET that must open an event stream: anything but a 2xx
+/// `text/event-stream` answer is an error, whatever its body.
+pub(super) async fn read_stream(
+    mut response: reqwest::Response,
+    header_size: usize,
+    max_message: usize,
+) -> Result<EventStream, HttpError> {
+    let status = response.status();
+    if status == StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE {
+        return Err(HttpError::HeadersTooLarge { size: header_size });
+    }
+    let media = media_type(response.headers());
+    if status.is_success() && media == "text/event-stream" {
+        return Ok(EventStream::new(response, max_message));
+    }
+    if status.is_success() {
+        return Err(HttpError::UnexpectedContentType(media));
+    }
+    // Keep the start of the body for the message; a JSON-RPC error body names the refusal.
+    let body = read_prefix(&mut response, 4096).await;
+    Err(HttpError::status(status, &body))
+}
+
+/// Up to about `limit` bytes of the body, for an error message; a failed read ends it early.
+async fn read_prefix(response: &mut reqwest::Response, limit: usize) -> Bytes {
+    let mut out = BytesMut::new();
+    while out.len() < limit {
+        match response.chunk().await {
+            Ok(Some(chunk)) => out.extend_from_slice(&chunk),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    out.truncate(limit);
+    out.freeze()
 }
 
 async fn read_bounded(response: &mut reqwest::Response, limit: usize) -> Result<Bytes, HttpError> {

@@ -4,22 +4,23 @@
 //! call goes through the same API as on a modern server: discover (built from `initialize`),
 //! lists, calls with progress, reads, prompts, completion, the servers' own requests (elicitation,
 //! roots) answered by the same handlers as MRTR input, resource-not-found, and listen through
-//! `resources/subscribe`.
+//! `resources/subscribe`. Over HTTP, the server's requests outside any client request travel on the
+//! session's one GET stream, which several listens share.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
-use mcp_client::{Client, ClientBuilder, Era, Error, ListenEvent};
+use mcp_client::{Client, ClientBuilder, Era, Error, ListenEvent, Subscription};
 use mcp_types::{
     CompleteArgument, CompletionReference, ElicitRequestFormParams, ElicitResult, ElicitValue,
     ListRootsResult, ResourceContents, Root, SubscriptionFilter,
 };
 use serde_json::json;
 
-use super::{Peers, free_port, http_peer};
+use super::{HttpPeer, Peers, free_port, http_peer};
 use crate::harness::{Kind, text, within};
 
 const LEGACY: Era = Era::Legacy {
@@ -66,28 +67,35 @@ fn text_of(contents: &[ResourceContents]) -> &str {
     }
 }
 
+const EVERYTHING: &str = "node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+
+/// server-everything over Streamable HTTP on a free port, and a client connected to it.
+async fn everything_over_http(builder: ClientBuilder) -> (Client, HttpPeer) {
+    let port = free_port();
+    let mut command = Peers::get().node(EVERYTHING);
+    command.arg("streamableHttp").env("PORT", port.to_string());
+    let peer = http_peer(command, true, |line| {
+        line.contains("listening on port")
+            .then(|| format!("http://127.0.0.1:{port}/mcp"))
+    })
+    .await;
+    let client = within(builder.connect_http(&peer.url)).await.unwrap();
+    (client, peer)
+}
+
 async fn everything(kind: Kind) {
     let peers = Peers::get();
     let asked = Asked::default();
     let root = "file:///tmp/mcp-rs-interop-root";
     let builder = builder(&asked, root);
-    let script = "node_modules/@modelcontextprotocol/server-everything/dist/index.js";
     let (client, _peer) = match kind {
         Kind::Stdio => {
-            let mut command = peers.node(script);
+            let mut command = peers.node(EVERYTHING);
             command.arg("stdio");
             (within(builder.connect_stdio(command)).await.unwrap(), None)
         }
         Kind::Http => {
-            let port = free_port();
-            let mut command = peers.node(script);
-            command.arg("streamableHttp").env("PORT", port.to_string());
-            let peer = http_peer(command, true, |line| {
-                line.contains("listening on port")
-                    .then(|| format!("http://127.0.0.1:{port}/mcp"))
-            })
-            .await;
-            let client = within(builder.connect_http(&peer.url)).await.unwrap();
+            let (client, peer) = everything_over_http(builder).await;
             (client, Some(peer))
         }
     };
@@ -202,6 +210,17 @@ async fn everything(kind: Kind) {
     .unwrap();
     assert_eq!(completed.completion.values, ["Engineering"]);
 
+    // A server request outside any client request, with no listen open: roots/list, which the
+    // server sends on its own shortly after the handshake and again from the tool if it has no
+    // answer yet. On HTTP it travels on the session's GET stream, which the client opened right
+    // after `notifications/initialized` (SDK v1 servers drop such requests when none is open).
+    let roots = within(client.call_tool("get-roots-list", json!({})))
+        .await
+        .unwrap();
+    let listed: String = roots.content.iter().filter_map(|c| c.as_text()).collect();
+    assert!(listed.contains(root), "{roots:?}");
+    assert!(asked.roots.load(Ordering::SeqCst) >= 1);
+
     // listen: resources/subscribe for the URI, and on HTTP the session's GET stream.
     let filter = SubscriptionFilter {
         resource_subscriptions: Some(vec![first.clone()]),
@@ -212,15 +231,6 @@ async fn everything(kind: Kind) {
         subscription.acknowledged().resource_uris(),
         std::slice::from_ref(&first)
     );
-
-    // A server request outside any client request: roots/list. On HTTP it travels on the GET
-    // stream, which only an open listen holds (see the interop notes on legacy HTTP).
-    let roots = within(client.call_tool("get-roots-list", json!({})))
-        .await
-        .unwrap();
-    let listed: String = roots.content.iter().filter_map(|c| c.as_text()).collect();
-    assert!(listed.contains(root), "{roots:?}");
-    assert!(asked.roots.load(Ordering::SeqCst) >= 1);
 
     within(client.call_tool("toggle-subscriber-updates", json!({})))
         .await
@@ -249,6 +259,98 @@ async fn server_everything_over_stdio() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_everything_over_http() {
     everything(Kind::Http).await;
+}
+
+/// The next `n` events of a listen, as a set of updated URIs.
+async fn updated(subscription: &mut Subscription, n: usize) -> BTreeSet<String> {
+    let mut uris = BTreeSet::new();
+    for _ in 0..n {
+        match within(subscription.next()).await {
+            Some(Ok(ListenEvent::ResourceUpdated { uri })) => uris.insert(uri),
+            other => panic!("expected a resource update, got {other:?}"),
+        };
+    }
+    uris
+}
+
+/// Two legacy listens at once over HTTP. The TypeScript SDK v1 allows one GET stream per session
+/// (a second gets 409), so both read the session's one stream, each getting what it asked for;
+/// a URI both asked for stays subscribed on the server until the last of them is dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_legacy_listens_share_the_get_stream_over_http() {
+    let asked = Asked::default();
+    let root = "file:///tmp/mcp-rs-interop-root";
+    let (client, _peer) = everything_over_http(builder(&asked, root)).await;
+    assert_eq!(client.era(), LEGACY);
+    let resources = within(client.list_all_resources()).await.unwrap();
+    let [a, b, ..] = &resources[..] else {
+        panic!("expected two resources, got {resources:?}");
+    };
+    let (a, b) = (a.uri.clone(), b.uri.clone());
+    let listen = |uris: &[&String]| {
+        client.listen(SubscriptionFilter {
+            resource_subscriptions: Some(uris.iter().map(|u| (*u).clone()).collect()),
+            ..SubscriptionFilter::default()
+        })
+    };
+    let mut one = within(listen(&[&a])).await.unwrap();
+    let mut two = within(listen(&[&a, &b])).await.unwrap();
+    assert_eq!(two.acknowledged().resource_uris(), [a.clone(), b.clone()]);
+
+    // The server sends an update for each subscribed URI at once, then every 5 s until toggled off.
+    within(client.call_tool("toggle-subscriber-updates", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(updated(&mut one, 1).await, BTreeSet::from([a.clone()]));
+    assert_eq!(
+        updated(&mut two, 2).await,
+        BTreeSet::from([a.clone(), b.clone()])
+    );
+
+    // Dropping one listen leaves the other, and its subscription to `a`, in place.
+    drop(one);
+    within(client.call_tool("toggle-subscriber-updates", json!({})))
+        .await
+        .unwrap();
+    within(client.call_tool("toggle-subscriber-updates", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(
+        updated(&mut two, 2).await,
+        BTreeSet::from([a.clone(), b.clone()])
+    );
+    within(client.call_tool("toggle-subscriber-updates", json!({})))
+        .await
+        .unwrap();
+
+    // A third listen while the second is open: still the same stream, no 409.
+    let mut three = within(listen(&[&b])).await.unwrap();
+    within(client.call_tool("toggle-subscriber-updates", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(updated(&mut three, 1).await, BTreeSet::from([b.clone()]));
+    within(client.call_tool("toggle-subscriber-updates", json!({})))
+        .await
+        .unwrap();
+
+    // Closing ends the session's stream: the open listens end with an error.
+    within(client.close()).await.unwrap();
+    for subscription in [&mut two, &mut three] {
+        let end = within(async {
+            loop {
+                match subscription.next().await {
+                    Some(Ok(_)) => continue, // updates sent before the close
+                    other => return other,
+                }
+            }
+        })
+        .await;
+        assert!(
+            matches!(end, Some(Err(Error::Disconnected { .. }))),
+            "{end:?}"
+        );
+        assert!(within(subscription.next()).await.is_none());
+    }
 }
 
 /// A directory of its own under the system temporary directory, removed on drop.
