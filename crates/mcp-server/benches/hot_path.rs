@@ -61,7 +61,8 @@ fn handle(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a runtime");
-    let echo_schema = json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]});
+    let echo_schema =
+        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]});
     let mut builder = Server::builder("bench", "0.0.1").tool(
         Tool::new("echo", echo_schema.as_object().expect("object").clone())
             .with_description("echo"),
@@ -78,7 +79,10 @@ fn handle(c: &mut Criterion) {
         );
     }
     let server = builder.build().expect("the server builds");
-    let call = request("tools/call", json!({"name": "echo", "arguments": {"text": "hello"}}));
+    let call = request(
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "hello"}}),
+    );
     let list = request("tools/list", json!({}));
     let run = |bytes: &[u8]| {
         runtime.block_on(async {
@@ -90,8 +94,12 @@ fn handle(c: &mut Criterion) {
     };
     assert!(run(&call) > 0);
     assert!(run(&list) > 0);
-    c.bench_function("handle/tools_call_echo", |b| b.iter(|| black_box(run(black_box(&call)))));
-    c.bench_function("handle/tools_list_1000", |b| b.iter(|| black_box(run(black_box(&list)))));
+    c.bench_function("handle/tools_call_echo", |b| {
+        b.iter(|| black_box(run(black_box(&call))))
+    });
+    c.bench_function("handle/tools_list_1000", |b| {
+        b.iter(|| black_box(run(black_box(&list))))
+    });
 }
 
 criterion_group!(benches, validation, handle);

@@ -31,6 +31,9 @@ pub struct Prepared<'a> {
     pub params: Option<Cow<'a, RawValue>>,
     /// The decoded `_meta`, with both required keys present.
     pub meta: RequestMeta,
+    /// `params.name` (`tools/call`, `prompts/get`) or `params.uri` (`resources/read`): what HTTP's
+    /// `Mcp-Name` header must equal. Read in the same pass as `_meta`.
+    pub name: Option<Cow<'a, str>>,
 }
 
 impl Prepared<'_> {
@@ -41,6 +44,7 @@ impl Prepared<'_> {
             method: Cow::Owned(self.method.into_owned()),
             params: self.params.map(|p| Cow::Owned(p.into_owned())),
             meta: self.meta,
+            name: self.name.map(|n| Cow::Owned(n.into_owned())),
         }
     }
 
@@ -133,8 +137,9 @@ pub struct RequestIo<'a> {
     pub sink: Option<Arc<dyn NotificationSink>>,
     /// Transport checks for `tools/call`.
     pub guard: Option<&'a dyn ToolCallGuard>,
-    /// Ends listen streams gracefully (transport or server shutdown).
-    pub close: CancellationToken,
+    /// Ends listen streams gracefully (the transport closing); server shutdown always does. `None`
+    /// costs nothing, which is what plain requests pass.
+    pub close: Option<CancellationToken>,
     /// The request's probe ([`Server::probe`]): the router records what the request names in it,
     /// and hands it to the stream of an accepted `subscriptions/listen`. The transport ends it.
     pub probe: Option<&'a mut RequestProbe>,
@@ -149,14 +154,15 @@ impl std::fmt::Debug for RequestIo<'_> {
 }
 
 impl RequestIo<'_> {
-    /// I/O for a caller that wants no notifications, with fresh tokens tied to `server`'s shutdown.
-    pub fn plain(server: &Server) -> RequestIo<'static> {
+    /// I/O for an anonymous caller that wants no notifications, with a fresh cancellation token;
+    /// listen streams end with `server`'s shutdown.
+    pub fn plain(_server: &Server) -> RequestIo<'static> {
         RequestIo {
             principal: Principal::anonymous(),
             cancel: CancellationToken::new(),
             sink: None,
             guard: None,
-            close: server.shutdown_token().child_token(),
+            close: None,
             probe: None,
         }
     }
@@ -186,6 +192,20 @@ struct MetaProbe<'a> {
     /// Only read for a legacy `initialize`, whose params carry the version at the top level.
     #[serde(borrow, rename = "protocolVersion", default)]
     protocol_version: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    uri: Option<&'a RawValue>,
+}
+
+/// Reads a JSON string, borrowing it when it has no escapes.
+fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+    if let Ok(s) = serde_json::from_str::<&str>(raw.get()) {
+        return Some(Cow::Borrowed(s));
+    }
+    serde_json::from_str::<String>(raw.get())
+        .ok()
+        .map(Cow::Owned)
 }
 
 impl Server {
@@ -215,6 +235,8 @@ impl Server {
             None => MetaProbe {
                 meta: None,
                 protocol_version: None,
+                name: None,
+                uri: None,
             },
             Some(raw) => match serde_json::from_str::<MetaProbe<'_>>(raw.get()) {
                 Ok(p) => p,
@@ -275,11 +297,17 @@ impl Server {
             )));
         }
 
+        let name = match request.method.as_ref() {
+            "tools/call" | "prompts/get" => probe.name.and_then(raw_str),
+            "resources/read" => probe.uri.and_then(raw_str),
+            _ => None,
+        };
         Incoming::Request(Prepared {
             id: request.id,
             method: request.method,
             params: request.params.map(Cow::Borrowed),
             meta,
+            name,
         })
     }
 

@@ -53,6 +53,9 @@ impl Default for ServerConfig {
 
 pub(crate) struct Inner {
     pub(crate) info: Implementation,
+    /// `,"_meta":{"io.modelcontextprotocol/serverInfo":INFO}`, encoded once, appended to results
+    /// that carry no `_meta` of their own.
+    pub(crate) meta_member: String,
     pub(crate) instructions: Option<String>,
     pub(crate) config: ServerConfig,
     pub(crate) registry: ArcSwap<Registry>,
@@ -410,6 +413,11 @@ impl ServerBuilder {
         };
         Ok(Server {
             inner: Arc::new(Inner {
+                meta_member: format!(
+                    ",\"_meta\":{{\"{}\":{}}}",
+                    mcp_types::meta_keys::SERVER_INFO,
+                    serde_json::to_string(&self.info).expect("an Implementation serializes"),
+                ),
                 info: self.info,
                 instructions: self.instructions,
                 config: self.config,

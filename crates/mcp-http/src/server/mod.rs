@@ -18,7 +18,6 @@ mod metrics;
 mod policy;
 mod serve;
 
-use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -36,7 +35,6 @@ use mcp_server::{
     RequestProbe, Server, ToolCallGuard,
 };
 use mcp_types::{JsonObject, ParamHeader};
-use serde::Deserialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -50,7 +48,7 @@ use body::Event;
 /// The error type HTTP bodies are boxed into.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-use crate::headers::{MCP_METHOD, name_source};
+use crate::headers::MCP_METHOD;
 use crate::{check_param_headers, check_standard_headers};
 
 /// Settings of the HTTP endpoint.
@@ -263,11 +261,10 @@ impl McpService {
             }
         };
 
-        let name = name_in_body(&prepared);
         if let Err(e) = check_standard_headers(
             &prepared.method,
             prepared.protocol_version(),
-            name.as_deref(),
+            prepared.name.as_deref(),
             &parts.headers,
         ) {
             return answer(probe, reject(&prepared.id, &e));
@@ -281,14 +278,14 @@ impl McpService {
             .get::<Principal>()
             .cloned()
             .unwrap_or_default();
-        let close = server.shutdown_token().child_token();
         if prepared.method == "subscriptions/listen" {
             let io = RequestIo {
                 principal,
                 cancel: CancellationToken::new(),
                 sink: None,
                 guard: None,
-                close,
+                // Listen streams end with the server's shutdown.
+                close: None,
                 probe: Some(&mut *probe),
             };
             return match server.dispatch(prepared, io).await {
@@ -303,7 +300,6 @@ impl McpService {
                     prepared.into_owned(),
                     parts.headers,
                     principal,
-                    close,
                     probe.take(),
                 )
                 .await;
@@ -318,7 +314,7 @@ impl McpService {
             cancel: cancel.clone(),
             sink: None,
             guard: Some(&guard),
-            close,
+            close: None,
             probe: Some(&mut *probe),
         };
         let armed = cancel.drop_guard();
@@ -341,7 +337,6 @@ impl McpService {
         prepared: Prepared<'static>,
         headers: HeaderMap,
         principal: Principal,
-        close: CancellationToken,
         mut probe: RequestProbe,
     ) -> Response<McpBody> {
         let config = &self.inner.config;
@@ -357,7 +352,7 @@ impl McpService {
                 cancel: task_cancel.clone(),
                 sink: Some(sink),
                 guard: Some(&guard),
-                close,
+                close: None,
                 probe: Some(&mut probe),
             };
             let reply = tokio::select! {
@@ -436,24 +431,6 @@ impl ToolCallGuard for OwnedParamGuard {
         arguments: Option<&JsonObject>,
     ) -> Result<(), ErrorObject> {
         check_param_headers(decls, arguments, &self.0)
-    }
-}
-
-/// `params.name` or `params.uri`, for the methods that carry `Mcp-Name`.
-fn name_in_body<'a>(prepared: &'a Prepared<'_>) -> Option<Cow<'a, str>> {
-    #[derive(Deserialize)]
-    struct Probe<'a> {
-        #[serde(borrow, default)]
-        name: Option<Cow<'a, str>>,
-        #[serde(borrow, default)]
-        uri: Option<Cow<'a, str>>,
-    }
-    let source = name_source(&prepared.method)?;
-    let probe: Probe<'_> = serde_json::from_str(prepared.params.as_deref()?.get()).ok()?;
-    if source == "uri" {
-        probe.uri
-    } else {
-        probe.name
     }
 }
 

@@ -35,15 +35,16 @@ impl Server {
                 .filter(|_| registry.has_resources()),
         };
         let events = self.inner.hub.subscribe();
+        let close = io.close.take().unwrap_or_else(|| self.shutdown_token());
         let watch = io
             .probe
             .as_deref_mut()
-            .and_then(|probe| probe.hand_to_listen(&req.id, &io.close));
+            .and_then(|probe| probe.hand_to_listen(&req.id, &close));
         Reply::Listen(ListenStream::new(
             req.id,
             honoured,
             events,
-            io.close,
+            close,
             self.inner.info.clone(),
             watch,
         ))

@@ -3,8 +3,8 @@
 use mcp_jsonrpc::{ErrorObject, RawValue};
 use mcp_types::{
     DiscoverResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, PromptsCapability, ResourcesCapability, ResultType,
-    ServerCapabilities, ToolsCapability,
+    ListToolsResult, PromptsCapability, ResourcesCapability, ResultType, ServerCapabilities,
+    ToolsCapability,
 };
 use serde::Serialize;
 
@@ -12,6 +12,13 @@ use super::resources::millis;
 use crate::Server;
 use crate::registry::{ListKind, Registry, decode_cursor};
 use crate::router::{Outcome, Prepared, ReplyMessage, error_reply};
+
+/// The params of a list request as the router needs them: `_meta` was decoded by `prepare`.
+#[derive(serde::Deserialize)]
+struct CursorParams<'a> {
+    #[serde(borrow, default)]
+    cursor: Option<std::borrow::Cow<'a, str>>,
+}
 
 fn raw<T: Serialize>(value: &T) -> Box<RawValue> {
     serde_json::value::to_raw_value(value).expect("list results serialize")
@@ -68,7 +75,7 @@ impl Server {
         len: usize,
         build: impl Fn(Vec<T>, Option<String>) -> Box<RawValue>,
     ) -> ReplyMessage {
-        let params: PaginatedRequestParams = match super::params(req) {
+        let params: CursorParams<'_> = match super::params(req) {
             Ok(p) => p,
             Err(e) => return error_reply(Some(&req.id), &e, false),
         };

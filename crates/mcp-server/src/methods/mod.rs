@@ -8,12 +8,19 @@ mod resources;
 mod tools;
 
 use mcp_jsonrpc::{ErrorObject, RawValue};
-use serde::de::DeserializeOwned;
 
 use crate::router::Prepared;
 
 /// Decodes a method's params, or explains what is wrong with them (-32602).
-pub(crate) fn params<T: DeserializeOwned>(req: &Prepared<'_>) -> Result<T, ErrorObject> {
-    let raw = req.params.as_deref().map_or("{}", RawValue::get);
-    serde_json::from_str(raw).map_err(ErrorObject::invalid_params)
+pub(crate) fn params<'a, T: serde::Deserialize<'a>>(
+    req: &'a Prepared<'_>,
+) -> Result<T, ErrorObject> {
+    decode(req.params.as_deref())
+}
+
+/// Decodes raw params, possibly borrowing from them, or explains what is wrong (-32602).
+pub(crate) fn decode<'a, T: serde::Deserialize<'a>>(
+    raw: Option<&'a RawValue>,
+) -> Result<T, ErrorObject> {
+    serde_json::from_str(raw.map_or("{}", RawValue::get)).map_err(ErrorObject::invalid_params)
 }

@@ -1,8 +1,7 @@
 //! `prompts/get`.
 
 use mcp_jsonrpc::ErrorObject;
-use mcp_types::{GetPromptRequestParams, JsonObject, ResultType};
-use serde_json::Value;
+use mcp_types::{GetPromptRequestParams, ResultType};
 
 use crate::Server;
 use crate::context::RequestContext;
@@ -43,13 +42,7 @@ impl Server {
                 return error_reply(Some(&req.id), &e, false);
             }
         }
-        let mut salient = JsonObject::new();
-        salient.insert("name".to_owned(), Value::String(params.name.clone()));
-        salient.insert(
-            "arguments".to_owned(),
-            serde_json::to_value(&arguments).unwrap_or_default(),
-        );
-        let binding = Binding::new("prompts/get", &salient, &io.principal);
+        let binding = Binding::new("prompts/get", req.params.as_deref(), &io.principal);
         let mrtr = match self.open_round(
             &binding,
             params.input_responses,

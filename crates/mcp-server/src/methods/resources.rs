@@ -1,8 +1,7 @@
 //! `resources/read`.
 
 use mcp_jsonrpc::ErrorObject;
-use mcp_types::{JsonObject, ReadResourceRequestParams, ReadResourceResult, ResultType};
-use serde_json::Value;
+use mcp_types::{ReadResourceRequestParams, ReadResourceResult, ResultType};
 
 use crate::Server;
 use crate::context::RequestContext;
@@ -29,9 +28,7 @@ impl Server {
         let Some((handler, vars)) = registry.find_resource(&params.uri) else {
             return error_reply(Some(&req.id), &resource_not_found(&params.uri), false);
         };
-        let mut salient = JsonObject::new();
-        salient.insert("uri".to_owned(), Value::String(params.uri.clone()));
-        let binding = Binding::new("resources/read", &salient, &io.principal);
+        let binding = Binding::new("resources/read", req.params.as_deref(), &io.principal);
         let mrtr = match self.open_round(
             &binding,
             params.input_responses,

@@ -1,7 +1,10 @@
 //! `tools/call`.
 
-use mcp_jsonrpc::ErrorObject;
-use mcp_types::{CallToolRequestParams, CallToolResult, JsonObject, ResultType};
+use std::borrow::Cow;
+
+use mcp_jsonrpc::{ErrorObject, Id};
+use mcp_types::{CallToolResult, InputResponses, JsonObject, ResultType};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::Server;
@@ -11,6 +14,21 @@ use crate::mrtr::{Binding, StateError, state_error};
 use crate::registry::Registry;
 use crate::router::{Outcome, Prepared, ReplyMessage, RequestIo, error_reply};
 
+/// `tools/call` params as the router needs them. `_meta` was decoded by `prepare` and is skipped
+/// here rather than decoded twice.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CallParams<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(default)]
+    arguments: Option<JsonObject>,
+    #[serde(default)]
+    input_responses: Option<InputResponses>,
+    #[serde(default)]
+    request_state: Option<String>,
+}
+
 impl Server {
     pub(crate) async fn call_tool(
         &self,
@@ -18,16 +36,22 @@ impl Server {
         registry: &Registry,
         mut io: RequestIo<'_>,
     ) -> ReplyMessage {
-        let params: CallToolRequestParams = match super::params(&req) {
+        let Prepared {
+            id,
+            params: raw_params,
+            meta,
+            ..
+        } = req;
+        let params: CallParams<'_> = match super::decode(raw_params.as_deref()) {
             Ok(p) => p,
-            Err(e) => return error_reply(Some(&req.id), &e, false),
+            Err(e) => return error_reply(Some(&id), &e, false),
         };
-        let Some(tool) = registry.tools.get(&params.name).cloned() else {
+        let Some(tool) = registry.tools.get(params.name.as_ref()).cloned() else {
             if let Some(probe) = io.probe_mut() {
                 probe.set_unknown_tool(&params.name);
             }
             let e = ErrorObject::invalid_params(format_args!("Unknown tool: {}", params.name));
-            return error_reply(Some(&req.id), &e, false);
+            return error_reply(Some(&id), &e, false);
         };
         if let Some(probe) = io.probe_mut() {
             probe.set_tool(&tool);
@@ -35,14 +59,11 @@ impl Server {
         if let Some(guard) = io.guard
             && let Err(e) = guard.check(&tool.param_headers, params.arguments.as_ref())
         {
-            return error_reply(Some(&req.id), &e, false);
+            return error_reply(Some(&id), &e, false);
         }
 
         let arguments = params.arguments.unwrap_or_default();
-        let mut salient = JsonObject::new();
-        salient.insert("name".to_owned(), Value::String(params.name.clone()));
-        salient.insert("arguments".to_owned(), Value::Object(arguments.clone()));
-        let binding = Binding::new("tools/call", &salient, &io.principal);
+        let binding = Binding::new("tools/call", raw_params.as_deref(), &io.principal);
         let mrtr = match self.open_round(
             &binding,
             params.input_responses,
@@ -55,9 +76,9 @@ impl Server {
                 let result = CallToolResult::error(
                     "The confirmation for this call expired before it was answered; call the tool again.",
                 );
-                return self.tool_reply(&req, result, Outcome::ToolError);
+                return self.tool_reply(&id, result, Outcome::ToolError);
             }
-            Err(e) => return error_reply(Some(&req.id), &state_error(e), false),
+            Err(e) => return error_reply(Some(&id), &state_error(e), false),
         };
 
         // SEP-1303: arguments that fail the input schema are a tool execution error the model can
@@ -66,16 +87,16 @@ impl Server {
         if let Err(why) = tool.input.validate(&args_value) {
             let result =
                 CallToolResult::error(format!("Invalid arguments for tool {}: {why}", params.name));
-            return self.tool_reply(&req, result, Outcome::ToolError);
+            return self.tool_reply(&id, result, Outcome::ToolError);
         }
         let Value::Object(arguments) = args_value else {
             unreachable!("built from an object above")
         };
 
         let ctx = RequestContext::new(
-            req.id.clone(),
+            id.clone(),
             "tools/call",
-            req.meta.clone(),
+            meta,
             io.principal.clone(),
             io.cancel.clone(),
             io.sink.clone(),
@@ -84,7 +105,7 @@ impl Server {
         );
         let outcome = Self::guarded(tool.handler.call(ctx, arguments), "tool").await;
         match outcome {
-            Err(e) => error_reply(Some(&req.id), &e, false),
+            Err(e) => error_reply(Some(&id), &e, false),
             Ok(Ok(result)) => {
                 let is_error = result.is_error == Some(true);
                 if !is_error && let Some(schema) = &tool.output {
@@ -100,7 +121,7 @@ impl Server {
                             "tool {} returned a result that does not match its outputSchema",
                             params.name
                         ));
-                        return error_reply(Some(&req.id), &e, false);
+                        return error_reply(Some(&id), &e, false);
                     }
                 }
                 let outcome = if is_error {
@@ -108,27 +129,26 @@ impl Server {
                 } else {
                     Outcome::Success
                 };
-                self.tool_reply(&req, result, outcome)
+                self.tool_reply(&id, result, outcome)
             }
             Ok(Err(HandlerError::Failed(message))) => {
-                self.tool_reply(&req, CallToolResult::error(message), Outcome::ToolError)
+                self.tool_reply(&id, CallToolResult::error(message), Outcome::ToolError)
             }
-            Ok(Err(HandlerError::Protocol(e))) => error_reply(Some(&req.id), &e, false),
+            Ok(Err(HandlerError::Protocol(e))) => error_reply(Some(&id), &e, false),
             Ok(Err(HandlerError::InputRequired(input))) => {
-                self.input_required_reply(&req.id, &binding, *input)
+                self.input_required_reply(&id, &binding, *input)
             }
         }
     }
 
-    fn tool_reply(
-        &self,
-        req: &Prepared<'_>,
-        mut result: CallToolResult,
-        outcome: Outcome,
-    ) -> ReplyMessage {
+    fn tool_reply(&self, id: &Id, mut result: CallToolResult, outcome: Outcome) -> ReplyMessage {
         result.result_type = ResultType::Complete;
-        result.meta.get_or_insert_with(Default::default).server_info =
-            Some(self.inner.info.clone());
-        self.result_reply(&req.id, &result, outcome)
+        match result.meta.as_mut() {
+            Some(meta) => {
+                meta.server_info = Some(self.inner.info.clone());
+                self.result_reply(id, &result, outcome)
+            }
+            None => self.result_reply_with_info(id, &result, outcome),
+        }
     }
 }

@@ -7,7 +7,7 @@
 
 mod state;
 
-use mcp_jsonrpc::{ErrorObject, Id};
+use mcp_jsonrpc::{ErrorObject, Id, RawValue};
 use mcp_types::{InputRequiredResult, InputResponses, JsonObject, ResultMeta, ResultType};
 
 pub use state::{KeyTooShort, MIN_KEY_LEN, StateError, StateSealer};
@@ -18,23 +18,39 @@ use crate::router::{Outcome, ReplyMessage, error_reply};
 use crate::{Principal, Server};
 
 /// The request fields that bind a state: method, salient params and principal.
+///
+/// The params digest is computed only when a state is opened or sealed, from the request's raw
+/// params, so a request that never takes part in MRTR pays nothing for it.
 pub(crate) struct Binding<'a> {
     pub(crate) method: &'static str,
-    pub(crate) digest: String,
+    params: Option<&'a RawValue>,
     pub(crate) principal: &'a Principal,
+    digest: std::cell::OnceCell<String>,
 }
 
 impl<'a> Binding<'a> {
     pub(crate) fn new(
         method: &'static str,
-        salient: &JsonObject,
+        params: Option<&'a RawValue>,
         principal: &'a Principal,
     ) -> Self {
         Binding {
             method,
-            digest: state::params_digest(salient),
+            params,
             principal,
+            digest: std::cell::OnceCell::new(),
         }
+    }
+
+    /// The digest of the params without `_meta`, `inputResponses` and `requestState`.
+    pub(crate) fn digest(&self) -> &str {
+        self.digest.get_or_init(|| {
+            let params: JsonObject = self
+                .params
+                .and_then(|raw| serde_json::from_str(raw.get()).ok())
+                .unwrap_or_default();
+            state::params_digest(&params)
+        })
     }
 }
 
@@ -64,7 +80,7 @@ impl Server {
         let payload = self.inner.sealer.open(
             token,
             binding.method,
-            &binding.digest,
+            binding.digest(),
             &binding.principal.id(),
         )?;
         let mut answers = payload.a;
@@ -96,7 +112,7 @@ impl Server {
         let payload = state::StatePayload {
             v: 1,
             m: binding.method.to_owned(),
-            d: binding.digest.clone(),
+            d: binding.digest().to_owned(),
             p: binding.principal.id(),
             e: self.inner.sealer.expiry(),
             k: input.requests.keys().cloned().collect(),
@@ -118,6 +134,30 @@ impl Server {
             server_info: Some(self.inner.info.clone()),
             ..ResultMeta::default()
         }
+    }
+
+    /// Encodes a result that has no `_meta` of its own, adding `_meta` with `serverInfo`.
+    ///
+    /// The `_meta` member is appended to the encoded result from bytes prepared once per server,
+    /// instead of cloning the server's identity into every result.
+    pub(crate) fn result_reply_with_info<T: serde::Serialize>(
+        &self,
+        id: &Id,
+        result: &T,
+        outcome: Outcome,
+    ) -> ReplyMessage {
+        let mut reply = self.result_reply(id, result, outcome);
+        // The body ends with the result's `}` and the envelope's `}`.
+        if matches!(reply.outcome, Outcome::Error { .. }) || !reply.body.ends_with(b"}}") {
+            return reply;
+        }
+        let end = reply.body.len() - 2;
+        reply.body.truncate(end);
+        reply
+            .body
+            .extend_from_slice(self.inner.meta_member.as_bytes());
+        reply.body.extend_from_slice(b"}}");
+        reply
     }
 
     /// Encodes a result, or -32603 if it cannot be serialized.

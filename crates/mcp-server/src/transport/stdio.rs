@@ -246,7 +246,7 @@ impl Connection {
                 cancel: cancel.clone(),
                 sink: Some(Arc::new(Sink(out.clone()))),
                 guard: None,
-                close,
+                close: Some(close),
                 probe: Some(&mut probe),
             };
             let reply = tokio::select! {
