@@ -165,6 +165,55 @@ def main():
             p99 = f"{fmt_ms(ours['p99'])} vs {fmt_ms(rmcp['p99'])} ms"
         lines.append(f"| {label} | {vs_rmcp} | {vs_ceiling} | {p99} |")
     lines.append("")
+    rss_runs = []
+    for name in ("listen-rss-h1.json", "listen-rss-h2.json"):
+        path = os.path.join(out_dir, name)
+        if os.path.exists(path):
+            with open(path) as f:
+                rss_runs.append(json.load(f))
+    if rss_runs:
+        lines.append("## Idle listen streams")
+        lines.append("")
+        lines.append(
+            "Resident memory that idle `subscriptions/listen` streams add to `echo-server --http` (VmRSS "
+            "after the streams are acknowledged minus VmRSS before, after a warm-up). Over HTTP/1.1 every "
+            "stream holds a connection of its own, and hyper's per-connection read and write buffers are "
+            "most of the cost; over h2c the streams share connections. Reproduce: "
+            "`scripts/bench-listen-rss` and `scripts/bench-listen-rss --h2`."
+        )
+        lines.append("")
+        lines.append("| protocol | streams | connections | still open | RSS added | per stream |")
+        lines.append("|---|---:|---:|---:|---:|---:|")
+        for rss in rss_runs:
+            lines.append(
+                f"| {rss['protocol']} | {rss['streams']:,} | {rss['connections']:,} | {rss['alive']:,} | "
+                f"{rss['added_kib'] / 1024:.1f} MiB | {rss['per_stream_bytes']:,} B |"
+            )
+        lines.append("")
+    micro_dir = os.path.join(out_dir, "micro")
+    if os.path.isdir(micro_dir):
+        lines.append("## Micro-benchmarks (criterion)")
+        lines.append("")
+        lines.append("Reproduce: `cargo bench -p mcp-server --bench hot_path` and "
+                     "`cargo bench -p mcp-http --features server --bench service`.")
+        lines.append("")
+        lines.append("| benchmark | what it measures | mean |")
+        lines.append("|---|---|---:|")
+        what = {
+            "validate_typical_call": "input-schema validation of a typical tool call's arguments",
+            "handle_tools_call_echo": "one `tools/call` through `Server::handle`: decode, route, validate, call, encode",
+            "handle_tools_list_1000": "`tools/list` with 1,000 registered tools (a cached, pre-encoded page)",
+            "service_tools_call_echo": "one `tools/call` through the HTTP service: headers, body, checks, dispatch, response",
+        }
+        for name, text in what.items():
+            path = os.path.join(micro_dir, name + ".json")
+            if not os.path.exists(path):
+                continue
+            with open(path) as f:
+                ns = json.load(f)["mean"]["point_estimate"]
+            shown = f"{ns:,.0f} ns" if ns < 10_000 else f"{ns / 1000:,.1f} µs"
+            lines.append(f"| `{name.replace('_', '/', 1)}` | {text} | {shown} |")
+        lines.append("")
     with open(md_path, "w") as f:
         f.write("\n".join(lines) + "\n")
     svg_chart(chart_rows, svg_path)

@@ -288,21 +288,21 @@ impl McpService {
                 close: None,
                 probe: Some(&mut *probe),
             };
-            return match server.dispatch(prepared, io).await {
+            // Boxed, like the streamed path below, to keep the common plain path's future small.
+            return match Box::pin(server.dispatch(prepared, io)).await {
                 // The probe went with the stream, which reports its closing.
                 Reply::Listen(stream) => sse_response(McpBody::listen(stream, keep_alive(config))),
                 Reply::Message(m) => answer(probe, m),
             };
         }
         if prepared.wants_stream() {
-            return self
-                .streamed(
-                    prepared.into_owned(),
-                    parts.headers,
-                    principal,
-                    probe.take(),
-                )
-                .await;
+            return Box::pin(self.streamed(
+                prepared.into_owned(),
+                parts.headers,
+                principal,
+                probe.take(),
+            ))
+            .await;
         }
 
         // The plain JSON path runs the handler inline: no task, no channel. If the client goes away,
@@ -511,17 +511,15 @@ fn accepts_both(headers: &HeaderMap) -> bool {
     for value in headers.get_all(http::header::ACCEPT) {
         let Ok(value) = value.to_str() else { continue };
         for range in value.split(',') {
-            let media = range
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase();
-            match media.as_str() {
-                "*/*" => (json, sse) = (true, true),
-                "application/json" | "application/*" => json = true,
-                "text/event-stream" | "text/*" => sse = true,
-                _ => {}
+            // Media types are case-insensitive; compared in place, without allocating.
+            let media = range.split(';').next().unwrap_or("").trim();
+            let is = |name: &str| media.eq_ignore_ascii_case(name);
+            if is("*/*") {
+                (json, sse) = (true, true);
+            } else if is("application/json") || is("application/*") {
+                json = true;
+            } else if is("text/event-stream") || is("text/*") {
+                sse = true;
             }
         }
     }

@@ -3,12 +3,13 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::time::Duration;
 
+use futures_util::FutureExt as _;
 use http::{Request, Response};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -83,12 +84,17 @@ where
     H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<McpBody>> + Send + 'static,
 {
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let mut http1 = hyper::server::conn::http1::Builder::new();
+    http1.keep_alive(true);
+    let http2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
     let graceful = GracefulShutdown::new();
     // Connections still open when the drain time is over are dropped, which closes them and
     // cancels their requests; without this they would run on after this function returned.
     let connections = TaskTracker::new();
     let cut_off = CancellationToken::new();
+    // Connections that have not yet said which protocol they speak are closed as soon as the
+    // server stops accepting: they have no request to finish.
+    let stopping = CancellationToken::new();
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -110,24 +116,44 @@ where
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
         }
         let handler = handler.clone();
+        // hyper keeps the box it puts each request's future in for the connection's whole life, so
+        // the future it sees is a pointer: the request's own state is allocated per request and
+        // freed with it, and an idle connection (or one holding a listen stream) keeps nothing.
         let hyper_service = hyper::service::service_fn(move |req| {
-            let response = handler(req);
-            async move { Ok::<_, std::convert::Infallible>(response.await) }
+            Box::pin(handler(req)).map(Ok::<_, std::convert::Infallible>)
         });
-        let conn = builder
-            .serve_connection(TokioIo::new(stream), hyper_service)
-            .into_owned();
-        let conn = graceful.watch(conn);
-        let cut_off = cut_off.clone();
+        let (http1, http2) = (http1.clone(), http2.clone());
+        let watcher = graceful.watcher();
+        let (cut_off, stopping) = (cut_off.clone(), stopping.clone());
         connections.spawn(async move {
+            let version = tokio::select! {
+                v = sniff(&stream) => v,
+                () = stopping.cancelled() => return,
+            };
+            // Each connection lives on the heap, so that the task does not hold it twice (once
+            // as captured and once inside the select below).
+            let conn: Pin<Box<dyn Future<Output = Result<(), hyper::Error>> + Send>> =
+                match version {
+                    Ok(Version::H1) => Box::pin(watcher.watch(
+                        http1.serve_connection(TokioIo::new(stream), hyper_service),
+                    )),
+                    Ok(Version::H2) => Box::pin(watcher.watch(
+                        http2.serve_connection(TokioIo::new(stream), hyper_service),
+                    )),
+                    Err(e) => {
+                        tracing::debug!(%peer, error = %e, "connection closed before its first request");
+                        return;
+                    }
+                };
             tokio::select! {
                 result = conn => if let Err(e) = result {
-                    trace_conn_error(peer, &*e);
+                    trace_conn_error(peer, &e);
                 },
                 () = cut_off.cancelled() => {}
             }
         });
     }
+    stopping.cancel();
     drop(listener);
     on_stop();
     if tokio::time::timeout(drain, graceful.shutdown())
@@ -143,6 +169,36 @@ where
     connections.close();
     connections.wait().await;
     Ok(())
+}
+
+/// The HTTP/2 connection preface (RFC 9113 §3.4), which an h2c client with prior knowledge sends
+/// first.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+enum Version {
+    H1,
+    H2,
+}
+
+/// Which protocol the client speaks, read with `peek` so that nothing is consumed: hyper then reads
+/// the connection from its first byte into its own buffer, with no rewinding wrapper in between.
+/// An HTTP/1.1 request differs from the preface by its second byte at the latest.
+async fn sniff(stream: &tokio::net::TcpStream) -> std::io::Result<Version> {
+    let mut buf = [0u8; H2_PREFACE.len()];
+    loop {
+        let n = stream.peek(&mut buf).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        if buf[..n] != H2_PREFACE[..n] {
+            return Ok(Version::H1);
+        }
+        if n == H2_PREFACE.len() {
+            return Ok(Version::H2);
+        }
+        // A preface split across packets: wait for the rest to arrive.
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
 }
 
 fn transient(e: &std::io::Error) -> bool {
@@ -180,5 +236,61 @@ pub(crate) async fn shutdown_signal() {
     tokio::select! {
         () = ctrl_c => {}
         () = term => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::AsyncWriteExt as _;
+    use tokio::net::{TcpListener, TcpStream};
+
+    use super::*;
+
+    /// A connected pair: what the client writes, the server side sniffs.
+    async fn pair() -> (TcpStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let client = TcpStream::connect(listener.local_addr().expect("addr"))
+            .await
+            .expect("connect");
+        let (server, _) = listener.accept().await.expect("accept");
+        (client, server)
+    }
+
+    #[tokio::test]
+    async fn an_http1_request_is_told_apart_by_its_first_bytes() {
+        let (mut client, server) = pair().await;
+        // "PO" already differs from "PR": no need to wait for more.
+        client.write_all(b"PO").await.expect("write");
+        assert!(matches!(sniff(&server).await, Ok(Version::H1)));
+        let (mut client, server) = pair().await;
+        client
+            .write_all(b"GET / HTTP/1.1\r\n\r\n")
+            .await
+            .expect("write");
+        assert!(matches!(sniff(&server).await, Ok(Version::H1)));
+    }
+
+    #[tokio::test]
+    async fn a_preface_split_across_writes_is_h2_and_nothing_is_consumed() {
+        let (mut client, server) = pair().await;
+        client.write_all(&H2_PREFACE[..10]).await.expect("write");
+        let writer = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            client.write_all(&H2_PREFACE[10..]).await.expect("write");
+            client
+        });
+        assert!(matches!(sniff(&server).await, Ok(Version::H2)));
+        let _client = writer.await.expect("writer");
+        // hyper must still find the whole preface on the socket.
+        let mut buf = [0u8; 24];
+        let n = server.peek(&mut buf).await.expect("peek");
+        assert_eq!(&buf[..n], H2_PREFACE);
+    }
+
+    #[tokio::test]
+    async fn a_connection_closed_before_speaking_is_an_error() {
+        let (client, server) = pair().await;
+        drop(client);
+        assert!(sniff(&server).await.is_err());
     }
 }
