@@ -128,7 +128,8 @@ def main():
         "answer (id, `resultType`, no error) and counts anything else as an error."
     )
     lines.append("")
-    lines.append(f"Reproduce: `scripts/bench-compare` (this run: {rounds} round(s) of {duration} s per "
+    command = "scripts/bench-compare --micro" if os.path.isdir(os.path.join(out_dir, "micro")) else "scripts/bench-compare"
+    lines.append(f"Reproduce: `{command}` (this run: {rounds} round(s) of {duration} s per "
                  f"server and setting after a 1 s warm-up, servers alternating; medians reported).")
     lines.append("")
     lines.append(
