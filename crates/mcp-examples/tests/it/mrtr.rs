@@ -170,6 +170,8 @@ async fn malformed_input_responses_are_invalid_params() {
         json!({"user_name": {"action": "maybe"}}),
         json!("not an object"),
         json!([accept(json!({"name": "Alice"}))]),
+        // `null` is not "absent": the retry is malformed, and the server must not ask again.
+        Value::Null,
     ];
     for responses in malformed {
         for state in [None, Some(s.as_str())] {
@@ -180,6 +182,15 @@ async fn malformed_input_responses_are_invalid_params() {
             error(&response, -32602);
             assert_eq!(response["id"], id, "the id is echoed");
         }
+    }
+    // A null requestState is malformed too, with or without answers.
+    for responses in [
+        None,
+        Some(json!({"user_name": accept(json!({"name": "Alice"}))})),
+    ] {
+        let mut params = retry(TOOL, responses, None);
+        params["requestState"] = Value::Null;
+        error(&server.call("tools/call", params).await, -32602);
     }
     // A well-formed answer of the wrong kind for the key.
     let response = server

@@ -17,6 +17,9 @@ impl Server {
         registry: &Registry,
         mut io: RequestIo<'_>,
     ) -> ReplyMessage {
+        if let Err(e) = super::mrtr_fields_not_null(req.params.as_deref()) {
+            return error_reply(Some(&req.id), &e, false);
+        }
         let params: ReadResourceRequestParams = match super::params(&req) {
             Ok(p) => p,
             Err(e) => return error_reply(Some(&req.id), &e, false),

@@ -42,6 +42,9 @@ impl Server {
             meta,
             ..
         } = req;
+        if let Err(e) = super::mrtr_fields_not_null(raw_params.as_deref()) {
+            return error_reply(Some(&id), &e, false);
+        }
         let params: CallParams<'_> = match super::decode(raw_params.as_deref()) {
             Ok(p) => p,
             Err(e) => return error_reply(Some(&id), &e, false),
