@@ -34,6 +34,28 @@ pub struct Prepared<'a> {
     /// `params.name` (`tools/call`, `prompts/get`) or `params.uri` (`resources/read`): what HTTP's
     /// `Mcp-Name` header must equal. Read in the same pass as `_meta`.
     pub name: Option<Cow<'a, str>>,
+    /// The other `tools/call` params, raw, read in that same pass so that the call does not decode
+    /// the params (and skip over `_meta`) a second time.
+    pub(crate) call: CallFields<'a>,
+}
+
+/// `arguments`, `inputResponses` and `requestState` as they arrived (a JSON `null` included).
+#[derive(Debug, Default)]
+pub(crate) struct CallFields<'a> {
+    pub(crate) arguments: Option<Cow<'a, RawValue>>,
+    pub(crate) input_responses: Option<Cow<'a, RawValue>>,
+    pub(crate) request_state: Option<Cow<'a, RawValue>>,
+}
+
+impl CallFields<'_> {
+    fn into_owned(self) -> CallFields<'static> {
+        let own = |raw: Option<Cow<'_, RawValue>>| raw.map(|r| Cow::Owned(r.into_owned()));
+        CallFields {
+            arguments: own(self.arguments),
+            input_responses: own(self.input_responses),
+            request_state: own(self.request_state),
+        }
+    }
 }
 
 impl Prepared<'_> {
@@ -45,6 +67,7 @@ impl Prepared<'_> {
             params: self.params.map(|p| Cow::Owned(p.into_owned())),
             meta: self.meta,
             name: self.name.map(|n| Cow::Owned(n.into_owned())),
+            call: self.call.into_owned(),
         }
     }
 
@@ -187,8 +210,9 @@ pub(crate) fn error_reply(id: Option<&Id>, error: &ErrorObject, rejected: bool) 
 
 #[derive(Deserialize)]
 struct MetaProbe<'a> {
-    #[serde(borrow, rename = "_meta", default)]
-    meta: Option<&'a RawValue>,
+    /// Decoded in this pass, not captured and decoded again.
+    #[serde(rename = "_meta", default, deserialize_with = "meta_field")]
+    meta: Option<RequestMeta>,
     /// Only read for a legacy `initialize`, whose params carry the version at the top level.
     #[serde(borrow, rename = "protocolVersion", default)]
     protocol_version: Option<&'a RawValue>,
@@ -196,6 +220,54 @@ struct MetaProbe<'a> {
     name: Option<&'a RawValue>,
     #[serde(borrow, default)]
     uri: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw_field")]
+    arguments: Option<&'a RawValue>,
+    #[serde(
+        borrow,
+        rename = "inputResponses",
+        default,
+        deserialize_with = "raw_field"
+    )]
+    input_responses: Option<&'a RawValue>,
+    #[serde(
+        borrow,
+        rename = "requestState",
+        default,
+        deserialize_with = "raw_field"
+    )]
+    request_state: Option<&'a RawValue>,
+}
+
+/// serde_json's message without its trailing " at line L column C".
+fn without_position(message: &str) -> &str {
+    let Some(at) = message.rfind(" at line ") else {
+        return message;
+    };
+    let rest = &message[at + " at line ".len()..];
+    let positional = rest.split_once(" column ").is_some_and(|(line, column)| {
+        !line.is_empty()
+            && !column.is_empty()
+            && line
+                .bytes()
+                .chain(column.bytes())
+                .all(|b| b.is_ascii_digit())
+    });
+    if positional { &message[..at] } else { message }
+}
+
+/// A present field as it arrived, `null` included (an `Option<&RawValue>` would read `null` as
+/// absent).
+fn raw_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// `_meta`, decoded where it stands; `null` reads as absent. An error names `_meta` and keeps
+/// serde's message without a second position (the outer decoder appends the position).
+fn meta_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<RequestMeta>, D::Error> {
+    Option::<RequestMeta>::deserialize(d).map_err(|e| {
+        let message = e.to_string();
+        serde::de::Error::custom(format_args!("_meta: {}", without_position(&message)))
+    })
 }
 
 /// Reads a JSON string, borrowing it when it has no escapes.
@@ -231,26 +303,22 @@ impl Server {
         probe.set_request(&request.id, &request.method);
         let reject = |e: ErrorObject| Incoming::Rejected(error_reply(Some(&request.id), &e, true));
 
-        let probe = match request.params {
+        let mut probe = match request.params {
             None => MetaProbe {
                 meta: None,
                 protocol_version: None,
                 name: None,
                 uri: None,
+                arguments: None,
+                input_responses: None,
+                request_state: None,
             },
             Some(raw) => match serde_json::from_str::<MetaProbe<'_>>(raw.get()) {
                 Ok(p) => p,
                 Err(e) => return reject(ErrorObject::invalid_params(e)),
             },
         };
-
-        let meta: Option<RequestMeta> = match probe.meta {
-            None => None,
-            Some(raw) => match serde_json::from_str(raw.get()) {
-                Ok(m) => Some(m),
-                Err(e) => return reject(ErrorObject::invalid_params(format_args!("_meta: {e}"))),
-            },
-        };
+        let meta = probe.meta.take();
 
         // spec 2026-07-28 (DIGEST §7.4): a legacy `initialize` has no modern `_meta`; answer with the
         // versions we speak so an old client learns why, rather than with a bare -32602.
@@ -302,12 +370,22 @@ impl Server {
             "resources/read" => probe.uri.and_then(raw_str),
             _ => None,
         };
+        let call = if request.method == "tools/call" {
+            CallFields {
+                arguments: probe.arguments.map(Cow::Borrowed),
+                input_responses: probe.input_responses.map(Cow::Borrowed),
+                request_state: probe.request_state.map(Cow::Borrowed),
+            }
+        } else {
+            CallFields::default()
+        };
         Incoming::Request(Prepared {
             id: request.id,
             method: request.method,
             params: request.params.map(Cow::Borrowed),
             meta,
             name,
+            call,
         })
     }
 
@@ -455,5 +533,23 @@ impl Server {
                 )))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_position;
+
+    #[test]
+    fn positions_are_stripped_only_when_they_are_positions() {
+        assert_eq!(
+            without_position("invalid type: map, expected a string at line 1 column 42"),
+            "invalid type: map, expected a string"
+        );
+        assert_eq!(without_position("no position here"), "no position here");
+        assert_eq!(
+            without_position("a value at line seven column 3"),
+            "a value at line seven column 3"
+        );
     }
 }

@@ -191,6 +191,15 @@ async fn malformed_client_capabilities_are_invalid_params() {
     let meta = json!({PROTOCOL_VERSION: VERSION, CLIENT_CAPABILITIES: []});
     let response = server.call("server/discover", json!({"_meta": meta})).await;
     error(&response, -32602);
+    // The message names `_meta` and gives one position, not two.
+    let message = response["error"]["message"].as_str().expect("a message");
+    assert!(message.contains(": _meta: "), "{message}");
+    assert_eq!(message.matches(" at line ").count(), 1, "{message}");
+    // A null `_meta` is a missing one.
+    let response = server.call("server/discover", json!({"_meta": null})).await;
+    error(&response, -32602);
+    let message = response["error"]["message"].as_str().expect("a message");
+    assert!(message.contains("missing params._meta"), "{message}");
     let meta: Value = meta_with_caps(json!({}));
     let response = server.call("server/discover", json!({"_meta": meta})).await;
     result(&response);

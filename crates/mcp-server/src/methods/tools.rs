@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use mcp_jsonrpc::{ErrorObject, Id};
+use mcp_jsonrpc::{ErrorObject, Id, RawValue};
 use mcp_types::{CallToolResult, InputResponses, JsonObject, ResultType};
 use serde::Deserialize;
 use serde_json::Value;
@@ -12,10 +12,11 @@ use crate::context::RequestContext;
 use crate::error::HandlerError;
 use crate::mrtr::{Binding, StateError, state_error};
 use crate::registry::Registry;
-use crate::router::{Outcome, Prepared, ReplyMessage, RequestIo, error_reply};
+use crate::router::{CallFields, Outcome, Prepared, ReplyMessage, RequestIo, error_reply};
 
-/// `tools/call` params as the router needs them. `_meta` was decoded by `prepare` and is skipped
-/// here rather than decoded twice.
+/// `tools/call` params as the router needs them. Usually assembled from what `prepare` captured
+/// in its single pass over the params; decoded whole only to explain a params object without a
+/// string `name`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct CallParams<'a> {
@@ -29,6 +30,41 @@ struct CallParams<'a> {
     request_state: Option<String>,
 }
 
+impl<'a> CallParams<'a> {
+    fn from_prepared(
+        name: Option<Cow<'a, str>>,
+        fields: &CallFields<'_>,
+        raw_params: Option<&'a RawValue>,
+    ) -> Result<Self, ErrorObject> {
+        let Some(name) = name else {
+            return super::decode(raw_params);
+        };
+        fn field<T: serde::de::DeserializeOwned>(
+            raw: Option<&RawValue>,
+            what: &str,
+            null_ok: bool,
+        ) -> Result<Option<T>, ErrorObject> {
+            match raw.map(|r| r.get().trim()) {
+                None => Ok(None),
+                // `arguments: null` reads as no arguments; a null MRTR field is a malformed retry.
+                Some("null") if null_ok => Ok(None),
+                Some("null") => Err(ErrorObject::invalid_params(format_args!(
+                    "{what} must not be null: leave it out when there is nothing to send"
+                ))),
+                Some(text) => serde_json::from_str(text)
+                    .map(Some)
+                    .map_err(|e| ErrorObject::invalid_params(format_args!("{what}: {e}"))),
+            }
+        }
+        Ok(CallParams {
+            name,
+            arguments: field(fields.arguments.as_deref(), "arguments", true)?,
+            input_responses: field(fields.input_responses.as_deref(), "inputResponses", false)?,
+            request_state: field(fields.request_state.as_deref(), "requestState", false)?,
+        })
+    }
+}
+
 impl Server {
     pub(crate) async fn call_tool(
         &self,
@@ -40,12 +76,11 @@ impl Server {
             id,
             params: raw_params,
             meta,
+            name,
+            call,
             ..
         } = req;
-        if let Err(e) = super::mrtr_fields_not_null(raw_params.as_deref()) {
-            return error_reply(Some(&id), &e, false);
-        }
-        let params: CallParams<'_> = match super::decode(raw_params.as_deref()) {
+        let params = match CallParams::from_prepared(name, &call, raw_params.as_deref()) {
             Ok(p) => p,
             Err(e) => return error_reply(Some(&id), &e, false),
         };
