@@ -38,7 +38,7 @@ impl<F: Fn(Vec<u8>) + Send + Sync> NotificationSink for F {
 pub struct RequestContext {
     pub(crate) id: Id,
     pub(crate) method: &'static str,
-    pub(crate) meta: RequestMeta,
+    pub(crate) meta: Box<RequestMeta>,
     pub(crate) principal: Principal,
     pub(crate) cancel: CancellationToken,
     pub(crate) sink: Option<std::sync::Arc<dyn NotificationSink>>,
@@ -75,7 +75,7 @@ impl RequestContext {
     pub(crate) fn new(
         id: Id,
         method: &'static str,
-        meta: RequestMeta,
+        meta: Box<RequestMeta>,
         principal: Principal,
         cancel: CancellationToken,
         sink: Option<std::sync::Arc<dyn NotificationSink>>,
@@ -400,7 +400,9 @@ mod tests {
         RequestContext::new(
             Id::Int(1),
             "tools/call",
-            RequestMeta::latest(ClientCapabilities::default().with_elicitation_form()),
+            Box::new(RequestMeta::latest(
+                ClientCapabilities::default().with_elicitation_form(),
+            )),
             Principal::anonymous(),
             CancellationToken::new(),
             None,

@@ -29,8 +29,9 @@ pub struct Prepared<'a> {
     pub method: Cow<'a, str>,
     /// The raw params object.
     pub params: Option<Cow<'a, RawValue>>,
-    /// The decoded `_meta`, with both required keys present.
-    pub meta: RequestMeta,
+    /// The decoded `_meta`, with both required keys present. Boxed: it is 520 bytes, and a request
+    /// moves it through several nested futures into the handler's context.
+    pub meta: Box<RequestMeta>,
     /// `params.name` (`tools/call`, `prompts/get`) or `params.uri` (`resources/read`): what HTTP's
     /// `Mcp-Name` header must equal. Read in the same pass as `_meta`.
     pub name: Option<Cow<'a, str>>,
@@ -212,7 +213,7 @@ pub(crate) fn error_reply(id: Option<&Id>, error: &ErrorObject, rejected: bool) 
 struct MetaProbe<'a> {
     /// Decoded in this pass, not captured and decoded again.
     #[serde(rename = "_meta", default, deserialize_with = "meta_field")]
-    meta: Option<RequestMeta>,
+    meta: Option<Box<RequestMeta>>,
     /// Only read for a legacy `initialize`, whose params carry the version at the top level.
     #[serde(borrow, rename = "protocolVersion", default)]
     protocol_version: Option<&'a RawValue>,
@@ -263,8 +264,10 @@ fn raw_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawVa
 
 /// `_meta`, decoded where it stands; `null` reads as absent. An error names `_meta` and keeps
 /// serde's message without a second position (the outer decoder appends the position).
-fn meta_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<RequestMeta>, D::Error> {
-    Option::<RequestMeta>::deserialize(d).map_err(|e| {
+fn meta_field<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Box<RequestMeta>>, D::Error> {
+    Option::<Box<RequestMeta>>::deserialize(d).map_err(|e| {
         let message = e.to_string();
         serde::de::Error::custom(format_args!("_meta: {}", without_position(&message)))
     })
