@@ -17,6 +17,7 @@ mod body;
 mod metrics;
 mod policy;
 mod serve;
+mod stop;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -507,6 +508,13 @@ fn http_error(status: StatusCode, message: &str) -> Response<McpBody> {
 /// spec 2026-07-28 streamable-http: the client MUST list both media types. Wildcards that cover a
 /// type count as listing it.
 fn accepts_both(headers: &HeaderMap) -> bool {
+    let mut values = headers.get_all(http::header::ACCEPT).iter();
+    // What MCP clients send, answered with one comparison; anything else is parsed below.
+    if let (Some(only), None) = (values.next(), values.next())
+        && only.as_bytes() == b"application/json, text/event-stream"
+    {
+        return true;
+    }
     let (mut json, mut sse) = (false, false);
     for value in headers.get_all(http::header::ACCEPT) {
         let Ok(value) = value.to_str() else { continue };

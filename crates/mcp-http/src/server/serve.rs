@@ -10,11 +10,11 @@ use futures_util::FutureExt as _;
 use http::{Request, Response};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::stop::{Stop, Watched};
 use super::{McpBody, McpService, MetricsService};
 
 /// How long a metrics listener lets scrapes in progress finish after shutdown begins.
@@ -87,11 +87,11 @@ where
     let mut http1 = hyper::server::conn::http1::Builder::new();
     http1.keep_alive(true);
     let http2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
-    let graceful = GracefulShutdown::new();
-    // Connections still open when the drain time is over are dropped, which closes them and
-    // cancels their requests; without this they would run on after this function returned.
+    // On shutdown every connection is asked to finish what it serves and close; those still open
+    // when the drain time is over are dropped, which closes them and cancels their requests
+    // (without this they would run on after this function returned).
+    let stop = Stop::new();
     let connections = TaskTracker::new();
-    let cut_off = CancellationToken::new();
     // Connections that have not yet said which protocol they speak are closed as soon as the
     // server stops accepting: they have no request to finish.
     let stopping = CancellationToken::new();
@@ -123,40 +123,39 @@ where
             Box::pin(handler(req)).map(Ok::<_, std::convert::Infallible>)
         });
         let (http1, http2) = (http1.clone(), http2.clone());
-        let watcher = graceful.watcher();
-        let (cut_off, stopping) = (cut_off.clone(), stopping.clone());
+        let (stop, stopping) = (stop.clone(), stopping.clone());
         connections.spawn(async move {
             let version = tokio::select! {
                 v = sniff(&stream) => v,
                 () = stopping.cancelled() => return,
             };
-            // Each connection lives on the heap, so that the task does not hold it twice (once
-            // as captured and once inside the select below).
-            let conn: Pin<Box<dyn Future<Output = Result<(), hyper::Error>> + Send>> =
-                match version {
-                    Ok(Version::H1) => Box::pin(watcher.watch(
-                        http1.serve_connection(TokioIo::new(stream), hyper_service),
-                    )),
-                    Ok(Version::H2) => Box::pin(watcher.watch(
-                        http2.serve_connection(TokioIo::new(stream), hyper_service),
-                    )),
-                    Err(e) => {
-                        tracing::debug!(%peer, error = %e, "connection closed before its first request");
-                        return;
-                    }
-                };
-            tokio::select! {
-                result = conn => if let Err(e) = result {
-                    trace_conn_error(peer, &e);
-                },
-                () = cut_off.cancelled() => {}
+            // `Watched` keeps each connection on the heap, so that the task does not hold it
+            // twice (once as captured and once while awaiting it).
+            let result = match version {
+                Ok(Version::H1) => {
+                    let conn = http1.serve_connection(TokioIo::new(stream), hyper_service);
+                    Watched::new(conn, |c: Pin<&mut _>| c.graceful_shutdown(), stop).await
+                }
+                Ok(Version::H2) => {
+                    let conn = http2.serve_connection(TokioIo::new(stream), hyper_service);
+                    Watched::new(conn, |c: Pin<&mut _>| c.graceful_shutdown(), stop).await
+                }
+                Err(e) => {
+                    tracing::debug!(%peer, error = %e, "connection closed before its first request");
+                    return;
+                }
+            };
+            if let Some(Err(e)) = result {
+                trace_conn_error(peer, &e);
             }
         });
     }
     stopping.cancel();
     drop(listener);
     on_stop();
-    if tokio::time::timeout(drain, graceful.shutdown())
+    stop.drain();
+    connections.close();
+    if tokio::time::timeout(drain, connections.wait())
         .await
         .is_err()
     {
@@ -164,10 +163,9 @@ where
             ?drain,
             "connections still open after the drain time; closing them"
         );
-        cut_off.cancel();
+        stop.cut_off();
+        connections.wait().await;
     }
-    connections.close();
-    connections.wait().await;
     Ok(())
 }
 
