@@ -28,7 +28,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE, HOST, ORIGIN};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
-use http_body_util::BodyExt as _;
 use mcp_jsonrpc::{ErrorObject, Id};
 use mcp_server::observe::Transport;
 use mcp_server::{
@@ -229,13 +228,10 @@ impl McpService {
         {
             return too_large(probe);
         }
-        let bytes = match http_body_util::Limited::new(body, config.max_body)
-            .collect()
-            .await
-        {
-            Ok(collected) => collected.to_bytes(),
-            Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(probe),
-            Err(e) => {
+        let bytes = match read_body(body, config.max_body).await {
+            Ok(bytes) => bytes,
+            Err(BodyError::TooLarge) => return too_large(probe),
+            Err(BodyError::Read(e)) => {
                 return refuse(
                     probe,
                     StatusCode::BAD_REQUEST,
@@ -467,6 +463,44 @@ fn reject(id: &Id, error: &ErrorObject) -> ReplyMessage {
 }
 
 /// Ends the probe with `reply`'s outcome and answers with it.
+enum BodyError {
+    TooLarge,
+    Read(BoxError),
+}
+
+/// Reads a request body of at most `max` bytes. A body that arrives as one chunk (the usual case:
+/// hyper hands over what it read with the headers) is used as it is, without a copy or a list of
+/// chunks; only a body in several chunks is gathered.
+async fn read_body<B>(body: B, max: usize) -> Result<Bytes, BodyError>
+where
+    B: http_body::Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    let mut body = std::pin::pin!(body);
+    let mut first: Option<Bytes> = None;
+    let mut gathered: Vec<u8> = Vec::new();
+    while let Some(frame) = std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await {
+        let frame = frame.map_err(|e| BodyError::Read(e.into()))?;
+        let Ok(data) = frame.into_data() else {
+            continue; // trailers carry nothing we read
+        };
+        let so_far = first.as_ref().map_or(gathered.len(), Bytes::len);
+        if so_far + data.len() > max {
+            return Err(BodyError::TooLarge);
+        }
+        match first.take() {
+            None if gathered.is_empty() => first = Some(data),
+            None => gathered.extend_from_slice(&data),
+            Some(earlier) => {
+                gathered.reserve(earlier.len() + data.len());
+                gathered.extend_from_slice(&earlier);
+                gathered.extend_from_slice(&data);
+            }
+        }
+    }
+    Ok(first.unwrap_or_else(|| Bytes::from(gathered)))
+}
+
 fn answer(probe: &mut RequestProbe, reply: ReplyMessage) -> Response<McpBody> {
     probe.finish(reply.outcome);
     json_reply(reply)
@@ -576,6 +610,50 @@ mod tests {
             );
         }
         h
+    }
+
+    /// A body that yields these chunks (or an error where a chunk is `None`).
+    fn chunked(
+        chunks: Vec<Option<&'static [u8]>>,
+    ) -> impl http_body::Body<Data = Bytes, Error = std::io::Error> {
+        let frames = chunks.into_iter().map(|c| match c {
+            Some(bytes) => Ok(http_body::Frame::data(Bytes::from_static(bytes))),
+            None => Err(std::io::Error::other("the client went away")),
+        });
+        http_body_util::StreamBody::new(futures_util::stream::iter(frames))
+    }
+
+    fn read(chunks: Vec<Option<&'static [u8]>>, max: usize) -> Result<Bytes, BodyError> {
+        futures_util::FutureExt::now_or_never(read_body(chunked(chunks), max))
+            .expect("the body is ready")
+    }
+
+    #[test]
+    fn bodies_are_read_whole_within_the_limit() {
+        let one = read(vec![Some(b"{\"a\":1}")], 16).ok().expect("read");
+        assert_eq!(&one[..], b"{\"a\":1}");
+        let many = read(vec![Some(b"ab"), Some(b""), Some(b"cd"), Some(b"e")], 5)
+            .ok()
+            .expect("read");
+        assert_eq!(&many[..], b"abcde");
+        let empty = read(vec![], 5).ok().expect("read");
+        assert!(empty.is_empty());
+    }
+
+    #[test]
+    fn bodies_over_the_limit_or_broken_are_errors() {
+        assert!(matches!(
+            read(vec![Some(b"abcdef")], 5),
+            Err(BodyError::TooLarge)
+        ));
+        assert!(matches!(
+            read(vec![Some(b"abc"), Some(b"def")], 5),
+            Err(BodyError::TooLarge)
+        ));
+        assert!(matches!(
+            read(vec![Some(b"abc"), None], 5),
+            Err(BodyError::Read(_))
+        ));
     }
 
     #[test]

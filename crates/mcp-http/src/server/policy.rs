@@ -73,8 +73,7 @@ impl OriginPolicy {
             let Some(host) = host else {
                 return Err("the request has no Host header".to_owned());
             };
-            let name = strip_port(host).to_ascii_lowercase();
-            if !self.host_allowed(&name) {
+            if !self.host_allowed(strip_port(host)) {
                 return Err(format!("Host {host:?} is not allowed"));
             }
         }
@@ -96,9 +95,15 @@ impl OriginPolicy {
         Ok(())
     }
 
+    /// Host names compare case-insensitively, in place (this runs on every request).
     fn host_allowed(&self, name: &str) -> bool {
-        (self.loopback && LOOPBACK_HOSTS.contains(&name))
-            || self.allowed_hosts.iter().any(|h| h == name)
+        let same = |h: &&str| h.eq_ignore_ascii_case(name);
+        (self.loopback && LOOPBACK_HOSTS.iter().any(same))
+            || self
+                .allowed_hosts
+                .iter()
+                .map(String::as_str)
+                .any(|h| same(&h))
     }
 }
 
