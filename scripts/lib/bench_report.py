@@ -191,6 +191,26 @@ def main():
                 f"{rss['added_kib'] / 1024:.1f} MiB | {rss['per_stream_bytes']:,} B |"
             )
         lines.append("")
+        idle = {}
+        for who in ("ours", "ceiling"):
+            path = os.path.join(out_dir, f"idle-rss-{who}.json")
+            if os.path.exists(path):
+                with open(path) as f:
+                    idle[who] = json.load(f)
+        if idle:
+            lines.append(
+                "What a connection costs before any stream, measured the same way: 1,000 idle keep-alive "
+                "HTTP/1.1 connections, each after one `tools/call` (`scripts/bench-listen-rss --idle`):"
+            )
+            lines.append("")
+            lines.append("| server | connections | RSS added | per connection |")
+            lines.append("|---|---:|---:|---:|")
+            for who, label in (("ours", "mcp-rs"), ("ceiling", "bare hyper")):
+                if who in idle:
+                    r = idle[who]
+                    lines.append(f"| {label} | {r['connections']:,} | {r['added_kib'] / 1024:.1f} MiB | "
+                                 f"{r['per_stream_bytes']:,} B |")
+            lines.append("")
     micro_dir = os.path.join(out_dir, "micro")
     if os.path.isdir(micro_dir):
         lines.append("## Micro-benchmarks (criterion)")
