@@ -67,6 +67,10 @@ pub struct HttpConfig {
     pub notification_buffer: usize,
     /// How long in-flight requests may run after shutdown begins (used by [`serve`]).
     pub drain: Duration,
+    /// How long a new connection may stay silent before its first bytes arrive; it is closed
+    /// then, so that connections opened and left idle cannot pile up (used by [`serve`]). Zero
+    /// waits forever.
+    pub first_bytes_timeout: Duration,
     /// Where to answer `GET` with the server's metrics ([`Server::metrics`]) in the Prometheus
     /// text format, behind the same Host/Origin policy; `None` (the default) serves none. It must
     /// differ from [`path`](Self::path). To serve them on another address, use [`MetricsService`].
@@ -82,6 +86,7 @@ impl Default for HttpConfig {
             policy: OriginPolicy::loopback(),
             notification_buffer: 256,
             drain: Duration::from_secs(10),
+            first_bytes_timeout: Duration::from_secs(30),
             metrics_path: None,
         }
     }

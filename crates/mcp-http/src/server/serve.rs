@@ -19,6 +19,8 @@ use super::{McpBody, McpService, MetricsService};
 
 /// How long a metrics listener lets scrapes in progress finish after shutdown begins.
 const METRICS_DRAIN: Duration = Duration::from_secs(2);
+/// How long a connection to the metrics listener may stay silent before it is closed.
+const METRICS_FIRST_BYTES: Duration = Duration::from_secs(30);
 
 /// Why serving stopped.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +47,7 @@ pub async fn serve_with_shutdown(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
     let drain = service.config().drain;
+    let first_bytes = service.config().first_bytes_timeout;
     let server = service.server().clone();
     let handler = move |req: Request<Incoming>| {
         let svc = service.clone();
@@ -57,6 +60,7 @@ pub async fn serve_with_shutdown(
         shutdown,
         move || server.shutdown(),
         drain,
+        first_bytes,
     )
     .await
 }
@@ -68,17 +72,27 @@ pub async fn serve_metrics(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
     let handler = move |req: Request<Incoming>| std::future::ready(service.handle(&req));
-    accept_loop(listener, handler, shutdown, || {}, METRICS_DRAIN).await
+    accept_loop(
+        listener,
+        handler,
+        shutdown,
+        || {},
+        METRICS_DRAIN,
+        METRICS_FIRST_BYTES,
+    )
+    .await
 }
 
 /// Accepts connections and serves each with `handler` until `shutdown` resolves; then stops
-/// accepting, calls `on_stop`, and drains within `drain`.
+/// accepting, calls `on_stop`, and drains within `drain`. A connection that sends nothing within
+/// `first_bytes` (unless zero) is closed.
 async fn accept_loop<H, F>(
     listener: TcpListener,
     handler: H,
     shutdown: impl Future<Output = ()>,
     on_stop: impl FnOnce(),
     drain: Duration,
+    first_bytes: Duration,
 ) -> Result<(), ServeError>
 where
     H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
@@ -126,7 +140,7 @@ where
         let (stop, stopping) = (stop.clone(), stopping.clone());
         connections.spawn(async move {
             let version = tokio::select! {
-                v = sniff(&stream) => v,
+                v = sniff_within(&stream, first_bytes) => v,
                 () = stopping.cancelled() => return,
             };
             // `Watched` keeps each connection on the heap, so that the task does not hold it
@@ -176,6 +190,16 @@ const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 enum Version {
     H1,
     H2,
+}
+
+/// [`sniff`], giving up after `limit` (unless zero) with a `TimedOut` error.
+async fn sniff_within(stream: &tokio::net::TcpStream, limit: Duration) -> std::io::Result<Version> {
+    if limit.is_zero() {
+        return sniff(stream).await;
+    }
+    tokio::time::timeout(limit, sniff(stream))
+        .await
+        .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()))
 }
 
 /// Which protocol the client speaks, read with `peek` so that nothing is consumed: hyper then reads

@@ -231,3 +231,28 @@ async fn requests_past_the_drain_time_are_cut_off() {
         assert!(!srv.probes.saw(&format!("finished:{tag}")));
     }
 }
+
+/// A connection that never says anything is closed after the configured time, and one that speaks
+/// in time is served as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_connection_is_closed_after_the_first_bytes_timeout() {
+    let config = HttpConfig {
+        first_bytes_timeout: Duration::from_millis(200),
+        ..test_config()
+    };
+    let srv = TestServer::start_with(full_server, config).await;
+    let mut silent = TcpStream::connect(srv.addr).await.unwrap();
+    let mut rest = Vec::new();
+    within(
+        "the server closing the silent connection",
+        silent.read_to_end(&mut rest),
+    )
+    .await
+    .expect("read to the end");
+    assert!(rest.is_empty(), "nothing is sent to a silent connection");
+
+    let mut client = Client::h1(srv.addr).await;
+    let post = Post::tool_with_meta(1, "echo", json!({"text": "in time"}), json!({}));
+    let response = client.open(&post).await;
+    assert_eq!(response.status(), 200);
+}
