@@ -18,6 +18,7 @@ use crate::config::{DatabaseConfig, PostgresConfig, SqliteConfig};
 use crate::database::Database;
 use crate::engine::CatalogEntry;
 use crate::error::{ExecError, SqlError};
+use crate::ledger::{Approvals, SharedLedger};
 use crate::output::{self, Rows, TableInfo, TableSchema};
 use crate::tools::{self, DescribeTableArgs, ExecuteArgs, ListTablesArgs, QueryArgs};
 use crate::value::Param;
@@ -40,7 +41,7 @@ pub struct SqlAdapter {
 
 struct Inner {
     databases: Vec<Database>,
-    approvals: UsedApprovals,
+    approvals: Approvals,
 }
 
 impl std::fmt::Debug for SqlAdapter {
@@ -80,7 +81,23 @@ impl SqlAdapter {
         Ok(SqlAdapter {
             inner: Arc::new(Inner {
                 databases,
-                approvals: UsedApprovals::new(MAX_USED_APPROVALS),
+                approvals: Approvals::Local(UsedApprovals::new(MAX_USED_APPROVALS)),
+            }),
+        })
+    }
+
+    /// Records used write approvals in a PostgreSQL table ([`LEDGER_TABLE`](crate::LEDGER_TABLE),
+    /// created if missing) instead of in this process's memory, so that instances sharing a state
+    /// key (behind a load balancer) run each approved statement once between them. Connects now:
+    /// a bad URL or a missing privilege (the role needs to create the table, or to insert into and
+    /// delete from it) is an error here, not on the first write. If the ledger cannot be reached
+    /// later, writes are refused, never run unrecorded.
+    pub async fn with_shared_approvals(self, url: &str) -> Result<SqlAdapter, SqlError> {
+        let ledger = SharedLedger::connect(url).await?;
+        Ok(SqlAdapter {
+            inner: Arc::new(Inner {
+                databases: self.inner.databases.clone(),
+                approvals: Approvals::Shared(Box::new(ledger)),
             }),
         })
     }
@@ -359,7 +376,7 @@ impl SqlAdapter {
         };
         // Recorded before the statement runs: a replay racing this call is refused too.
         let ttl = ctx.server().config().state_ttl;
-        match inner.approvals.consume(&nonce, ttl) {
+        match inner.approvals.consume(&nonce, ttl).await {
             Ok(()) => {}
             Err(Spent::AlreadyUsed) => {
                 return Ok(CallToolResult::error(
@@ -370,6 +387,12 @@ impl SqlAdapter {
             Err(Spent::Full) => {
                 return Ok(CallToolResult::error(
                     "Too many approvals are outstanding; nothing was run. Try again in a few minutes.",
+                ));
+            }
+            Err(Spent::Unavailable(why)) => {
+                tracing::error!(error = %why, "the approval ledger could not record an approval");
+                return Ok(CallToolResult::error(
+                    "The approval could not be recorded, so nothing was run. Try again later.",
                 ));
             }
         }

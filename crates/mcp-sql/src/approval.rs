@@ -134,6 +134,8 @@ pub(crate) enum Spent {
     AlreadyUsed,
     /// Too many approvals are outstanding to remember another.
     Full,
+    /// The shared ledger could not record it (so nothing runs).
+    Unavailable(String),
 }
 
 /// The nonces of approvals already used, each kept until the state carrying it has expired.

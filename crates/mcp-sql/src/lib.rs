@@ -40,7 +40,9 @@
 //! statement and parameters (a client without form elicitation gets -32021). The approval rides on
 //! the sealed `requestState`, which binds it to these arguments; an answer sent without that state
 //! is never accepted; and the state's nonce is recorded before the statement runs (until the state
-//! expires, in bounded memory), so a retried or replayed request cannot run the write twice. The
+//! expires, in bounded memory, or with [`SqlAdapter::with_shared_approvals`] in a PostgreSQL table
+//! that instances sharing a state key use together), so a retried or replayed request cannot run
+//! the write twice. The
 //! write runs in a transaction of its own, reports the rows it changed, and refreshes the table
 //! resources.
 //!
@@ -103,6 +105,7 @@ mod config;
 mod database;
 mod engine;
 mod error;
+mod ledger;
 mod output;
 mod postgres;
 mod sample;
@@ -114,4 +117,5 @@ pub use adapter::{DEFAULT_DATABASE, SqlAdapter};
 pub use config::{DatabaseConfig, Limits, PostgresConfig, SqliteConfig};
 pub use database::{Database, URI_SCHEME};
 pub use error::SqlError;
+pub use ledger::LEDGER_TABLE;
 pub use sample::{SAMPLE_TABLES, SAMPLE_VIEWS, SampleOutcome, create_sample_database};

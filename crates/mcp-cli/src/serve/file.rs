@@ -51,6 +51,8 @@ pub(crate) struct ServerSection {
     /// A file of 32 or more bytes that seals `requestState`; shared by every instance behind a
     /// load balancer.
     pub state_key_file: Option<PathBuf>,
+    /// A PostgreSQL URL where used write approvals are recorded, shared by every instance.
+    pub approval_ledger: Option<String>,
 }
 
 /// `[http]`: the Streamable HTTP endpoint.

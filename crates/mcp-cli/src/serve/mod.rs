@@ -107,6 +107,12 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     state_key_file: Option<PathBuf>,
 
+    /// A PostgreSQL URL where used write approvals are recorded (table mcp_used_approvals,
+    /// created if missing), so that instances sharing a state key run each approved statement
+    /// once between them [default: in this process's memory].
+    #[arg(long, value_name = "URL")]
+    approval_ledger: Option<String>,
+
     /// Where the sample database lives [default: $MCP_DATA_DIR, else $XDG_DATA_HOME/mcp-rs, else
     /// ~/.local/share/mcp-rs].
     #[arg(long, value_name = "DIR")]

@@ -51,7 +51,16 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
     let sql = if databases.is_empty() {
         None
     } else {
-        Some(SqlAdapter::new(databases).context("setting up the SQL adapter")?)
+        let adapter = SqlAdapter::new(databases).context("setting up the SQL adapter")?;
+        match &settings.approval_ledger {
+            Some((url, key)) => Some(
+                adapter
+                    .with_shared_approvals(url)
+                    .await
+                    .with_context(|| format!("{key}: connecting to the approval ledger"))?,
+            ),
+            None => Some(adapter),
+        }
     };
 
     let files = if settings.roots.is_empty() {

@@ -41,6 +41,8 @@ pub(crate) struct Settings {
     pub name: String,
     pub instructions: Option<String>,
     pub state_key: Option<KeyFile>,
+    /// The shared approval ledger's URL, and the flag or key that gave it.
+    pub approval_ledger: Option<(String, &'static str)>,
     pub sample: Option<Sample>,
     pub databases: Vec<DatabaseSettings>,
     pub roots: Vec<Root>,
@@ -185,6 +187,16 @@ pub(crate) fn resolve(
         }),
         (None, None) => None,
     };
+    let approval_ledger = match (&args.approval_ledger, &file.server.approval_ledger) {
+        (Some(url), _) => Some((url.clone(), "--approval-ledger")),
+        (None, Some(url)) => Some((url.clone(), "server.approval_ledger")),
+        (None, None) => None,
+    };
+    if let Some((url, key)) = &approval_ledger
+        && !(url.starts_with("postgres://") || url.starts_with("postgresql://"))
+    {
+        return Err(format!("{key}: expected a postgres:// URL"));
+    }
 
     // Limits: defaults, then [limits], then the database's own, then the flags; each layer is
     // checked on its own so that the error names where the bad value was written.
@@ -353,6 +365,7 @@ pub(crate) fn resolve(
         name,
         instructions: file.server.instructions.clone(),
         state_key,
+        approval_ledger,
         sample,
         databases,
         roots,
@@ -681,6 +694,29 @@ mod tests {
             )
         });
         resolve(&args(argv), file, &env)
+    }
+
+    #[test]
+    fn the_approval_ledger_comes_from_the_flag_or_the_file_and_must_be_postgres() {
+        assert!(resolve_with(&[], None).unwrap().approval_ledger.is_none());
+        let file = "[server]\napproval_ledger = \"postgres://ledger@db/mcp\"\n";
+        let s = resolve_with(&[], Some(file)).unwrap();
+        assert_eq!(
+            s.approval_ledger,
+            Some((
+                "postgres://ledger@db/mcp".to_owned(),
+                "server.approval_ledger"
+            ))
+        );
+        let s = resolve_with(&["--approval-ledger", "postgresql://x@y/z"], Some(file)).unwrap();
+        assert_eq!(
+            s.approval_ledger,
+            Some(("postgresql://x@y/z".to_owned(), "--approval-ledger"))
+        );
+        let e = resolve_with(&["--approval-ledger", "redis://x"], None).unwrap_err();
+        assert!(e.starts_with("--approval-ledger:"), "{e}");
+        let e = resolve_with(&[], Some("[server]\napproval_ledger = \"x\"\n")).unwrap_err();
+        assert!(e.starts_with("server.approval_ledger:"), "{e}");
     }
 
     #[test]

@@ -137,7 +137,17 @@ pub struct Client {
 
 impl Client {
     pub async fn new(adapter: &SqlAdapter) -> Client {
-        let builder = Server::builder("mcp-sql-test", "0.0.0");
+        Self::with_builder(adapter, Server::builder("mcp-sql-test", "0.0.0")).await
+    }
+
+    /// A client of a server sealing its state under `key`: several of them stand for instances
+    /// behind a load balancer.
+    pub async fn with_state_key(adapter: &SqlAdapter, key: &[u8]) -> Client {
+        let builder = Server::builder("mcp-sql-test", "0.0.0").state_key(key.to_vec());
+        Self::with_builder(adapter, builder).await
+    }
+
+    async fn with_builder(adapter: &SqlAdapter, builder: mcp_server::ServerBuilder) -> Client {
         let server = adapter
             .register(builder)
             .await

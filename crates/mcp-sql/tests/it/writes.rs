@@ -290,3 +290,83 @@ async fn postgres_write_approval() {
         "32.50"
     );
 }
+
+/// Two instances sharing a state key accept each other's sealed approvals. With a shared ledger an
+/// approval runs its statement once between them; with the default in-memory record it would run
+/// once on each (shown first, so the test could fail).
+#[tokio::test]
+async fn a_shared_ledger_makes_an_approval_single_use_across_instances() {
+    let dir = TempDir::new();
+    let path = dir.path("shop.db");
+    sqlite_file(&path, SHOP);
+    let count = || {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.query_row("SELECT count(*) FROM customers", [], |r| r.get::<_, i64>(0))
+            .unwrap()
+    };
+    let key = [7u8; 32];
+    let args = json!({"sql": "INSERT INTO customers (name) VALUES ($1)", "params": ["Mallory"]});
+    // Approves on `a` and replays the same state and answer on `b`.
+    async fn approve_then_replay(a: &Client, b: &Client, args: &Value) -> (Value, Value) {
+        let first = a.call("execute", args.clone()).await;
+        let (k, _, state) = asked(&first);
+        let answer = Some(json!({ &k: accept(true) }));
+        let ran = a
+            .retry("execute", args.clone(), answer.clone(), Some(&state))
+            .await;
+        let replay = b.retry("execute", args.clone(), answer, Some(&state)).await;
+        (ran, replay)
+    }
+
+    // Memory only: the replay on the other instance runs the statement a second time.
+    let local_a = Client::with_state_key(
+        &SqlAdapter::sqlite(path.as_path(), writable()).unwrap(),
+        &key,
+    )
+    .await;
+    let local_b = Client::with_state_key(
+        &SqlAdapter::sqlite(path.as_path(), writable()).unwrap(),
+        &key,
+    )
+    .await;
+    let start = count();
+    let (ran, replay) = approve_then_replay(&local_a, &local_b, &args).await;
+    assert_eq!(ok(&ran)["rows_affected"], 1, "{ran}");
+    assert_eq!(ok(&replay)["rows_affected"], 1, "{replay}");
+    assert_eq!(count(), start + 2);
+
+    // A shared ledger: the replay is refused on the other instance, and on the first one too.
+    let fx = PgFixture::new("SELECT 1;").await;
+    let shared = |url: String| {
+        let path = path.clone();
+        async move {
+            SqlAdapter::sqlite(path.as_path(), writable())
+                .unwrap()
+                .with_shared_approvals(&url)
+                .await
+                .expect("the ledger connects")
+        }
+    };
+    let a = Client::with_state_key(&shared(fx.writer_url()).await, &key).await;
+    let b = Client::with_state_key(&shared(fx.writer_url()).await, &key).await;
+    let start = count();
+    let (ran, replay) = approve_then_replay(&a, &b, &args).await;
+    assert_eq!(ok(&ran)["rows_affected"], 1, "{ran}");
+    assert!(tool_error(&replay).contains("already used"), "{replay}");
+    assert_eq!(count(), start + 1);
+    let rows = fx
+        .scalar(&format!(
+            "SELECT count(*) FROM {}.{}",
+            fx.schema,
+            mcp_sql::LEDGER_TABLE
+        ))
+        .await;
+    assert_eq!(rows, "1", "one approval recorded");
+
+    // A ledger that cannot be reached is refused at start.
+    let refused = SqlAdapter::sqlite(path.as_path(), writable())
+        .unwrap()
+        .with_shared_approvals("postgres://nobody@127.0.0.1:1/none?connect_timeout=2")
+        .await;
+    assert!(refused.is_err());
+}

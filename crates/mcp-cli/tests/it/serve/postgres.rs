@@ -209,3 +209,23 @@ fn a_query_the_client_cancels_stops_on_the_server() {
     let result = serve.query("select count(*) as n from customers");
     assert_eq!(rows(&result)[0][0], json!(2));
 }
+
+#[test]
+fn an_unreachable_approval_ledger_is_refused_at_start() {
+    let scratch = TempDir::new();
+    let run = serve_refused(
+        scratch.path(),
+        &[
+            "--allow-write",
+            "--approval-ledger",
+            "postgres://nobody@127.0.0.1:1/none?connect_timeout=2",
+        ],
+    );
+    run.expect_code(1);
+    assert!(
+        run.stderr
+            .contains("--approval-ledger: connecting to the approval ledger"),
+        "{}",
+        run.stderr
+    );
+}

@@ -1,0 +1,118 @@
+//! Where used write approvals are recorded.
+//!
+//! By default in memory, which makes an approval single-use within one process. Instances behind a
+//! load balancer share the state key, so a sealed approval accepted by one would be accepted once
+//! more by each of the others; with a shared ledger (a PostgreSQL table) an approval is single-use
+//! across all of them. The ledger fails closed: when it cannot be reached, nothing is run.
+
+use std::time::Duration;
+
+use tokio::sync::Mutex;
+use tokio_postgres::{Client, Config, NoTls};
+
+use crate::approval::{Spent, UsedApprovals};
+use crate::error::SqlError;
+
+/// The table a shared ledger keeps used approvals in.
+pub const LEDGER_TABLE: &str = "mcp_used_approvals";
+
+/// How long connecting to the ledger may take before a call gives up.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Extra time a used approval is remembered past its state's lifetime, for clock differences
+/// between the instances.
+const SLACK_SECS: f64 = 60.0;
+
+pub(crate) enum Approvals {
+    Local(UsedApprovals),
+    Shared(Box<SharedLedger>),
+}
+
+impl Approvals {
+    /// Records `nonce` as used, unless it already was (see [`UsedApprovals::consume`]).
+    pub(crate) async fn consume(&self, nonce: &str, state_ttl: Duration) -> Result<(), Spent> {
+        match self {
+            Approvals::Local(used) => used.consume(nonce, state_ttl),
+            Approvals::Shared(ledger) => ledger.consume(nonce, state_ttl).await,
+        }
+    }
+}
+
+/// Used approvals in a PostgreSQL table, one row per approval until its state has expired.
+pub(crate) struct SharedLedger {
+    config: Config,
+    client: Mutex<Option<Client>>,
+}
+
+impl SharedLedger {
+    /// Connects and creates the table if it is missing, so that a bad URL or a missing privilege
+    /// is reported at start rather than on the first write.
+    pub(crate) async fn connect(url: &str) -> Result<SharedLedger, SqlError> {
+        let error = |source| SqlError::Postgres {
+            database: "approval ledger".to_owned(),
+            source,
+        };
+        let config: Config = url.parse().map_err(error)?;
+        let ledger = SharedLedger {
+            config,
+            client: Mutex::new(None),
+        };
+        let client = ledger.open().await.map_err(error)?;
+        *ledger.client.lock().await = Some(client);
+        Ok(ledger)
+    }
+
+    async fn open(&self) -> Result<Client, tokio_postgres::Error> {
+        let mut config = self.config.clone();
+        config.connect_timeout(CONNECT_TIMEOUT);
+        let (client, connection) = config.connect(NoTls).await?;
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::warn!(error = %e, "the approval ledger's connection ended");
+            }
+        });
+        let create = format!(
+            "CREATE TABLE IF NOT EXISTS {LEDGER_TABLE} \
+             (nonce text PRIMARY KEY, expires_at timestamptz NOT NULL)"
+        );
+        if let Err(e) = client.batch_execute(&create).await {
+            // Two instances creating the table at once: one of them loses the race, harmlessly.
+            let raced = e.code().is_some_and(|c| {
+                *c == tokio_postgres::error::SqlState::UNIQUE_VIOLATION
+                    || *c == tokio_postgres::error::SqlState::DUPLICATE_TABLE
+            });
+            if !raced {
+                return Err(e);
+            }
+        }
+        Ok(client)
+    }
+
+    async fn consume(&self, nonce: &str, state_ttl: Duration) -> Result<(), Spent> {
+        let mut slot = self.client.lock().await;
+        if slot.as_ref().is_none_or(Client::is_closed) {
+            *slot = None;
+            match self.open().await {
+                Ok(client) => *slot = Some(client),
+                Err(e) => return Err(Spent::Unavailable(e.to_string())),
+            }
+        }
+        let client = slot.as_ref().expect("connected above");
+        let remember = state_ttl.as_secs_f64() + SLACK_SECS;
+        let sql = format!(
+            "WITH expired AS (DELETE FROM {LEDGER_TABLE} WHERE expires_at < now()) \
+             INSERT INTO {LEDGER_TABLE} (nonce, expires_at) \
+             VALUES ($1, now() + make_interval(secs => $2)) ON CONFLICT (nonce) DO NOTHING"
+        );
+        match client.execute(&sql, &[&nonce, &remember]).await {
+            Ok(1) => Ok(()),
+            Ok(_) => Err(Spent::AlreadyUsed),
+            Err(e) => {
+                if client.is_closed() {
+                    *slot = None;
+                }
+                Err(Spent::Unavailable(e.to_string()))
+            }
+        }
+    }
+}
