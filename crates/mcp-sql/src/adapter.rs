@@ -224,14 +224,11 @@ impl SqlAdapter {
         ctx: RequestContext,
         arguments: JsonObject,
     ) -> ToolResult {
-        let args: ListTablesArgs = match parse(arguments) {
-            Ok(a) => a,
-            Err(message) => return Ok(CallToolResult::error(message)),
-        };
-        let db = match inner.database(args.database.as_deref(), false) {
-            Ok(db) => db,
-            Err(message) => return Ok(CallToolResult::error(message)),
-        };
+        let (args, db) =
+            match inner.call::<ListTablesArgs>(arguments, false, |a| a.database.as_deref()) {
+                Ok(call) => call,
+                Err(message) => return Ok(CallToolResult::error(message)),
+            };
         let cancel = ctx.cancellation_token();
         let tables = match db.inner.engine.tables(db.config().limits, &cancel).await {
             Ok(t) => t,
@@ -287,14 +284,11 @@ impl SqlAdapter {
         ctx: RequestContext,
         arguments: JsonObject,
     ) -> ToolResult {
-        let args: DescribeTableArgs = match parse(arguments) {
-            Ok(a) => a,
-            Err(message) => return Ok(CallToolResult::error(message)),
-        };
-        let db = match inner.database(args.database.as_deref(), false) {
-            Ok(db) => db,
-            Err(message) => return Ok(CallToolResult::error(message)),
-        };
+        let (args, db) =
+            match inner.call::<DescribeTableArgs>(arguments, false, |a| a.database.as_deref()) {
+                Ok(call) => call,
+                Err(message) => return Ok(CallToolResult::error(message)),
+            };
         let cancel = ctx.cancellation_token();
         match describe(db, args.schema, args.table.clone(), &cancel).await {
             Ok(Some(schema)) => {
@@ -317,12 +311,9 @@ impl SqlAdapter {
     }
 
     async fn query(inner: Arc<Inner>, ctx: RequestContext, arguments: JsonObject) -> ToolResult {
-        let args: QueryArgs = match parse(arguments) {
-            Ok(a) => a,
-            Err(message) => return Ok(CallToolResult::error(message)),
-        };
-        let db = match inner.database(args.database.as_deref(), false) {
-            Ok(db) => db,
+        let (args, db) = match inner.call::<QueryArgs>(arguments, false, |a| a.database.as_deref())
+        {
+            Ok(call) => call,
             Err(message) => return Ok(CallToolResult::error(message)),
         };
         let params = match params(&args.params) {
@@ -353,12 +344,9 @@ impl SqlAdapter {
         mut ctx: RequestContext,
         arguments: JsonObject,
     ) -> ToolResult {
-        let args: ExecuteArgs = match parse(arguments) {
-            Ok(a) => a,
-            Err(message) => return Ok(CallToolResult::error(message)),
-        };
-        let db = match inner.database(args.database.as_deref(), true) {
-            Ok(db) => db,
+        let (args, db) = match inner.call::<ExecuteArgs>(arguments, true, |a| a.database.as_deref())
+        {
+            Ok(call) => call,
             Err(message) => return Ok(CallToolResult::error(message)),
         };
         let params = match params(&args.params) {
@@ -418,6 +406,19 @@ impl SqlAdapter {
 }
 
 impl Inner {
+    /// A tool call's arguments, decoded, and the database they name (one that allows writes when
+    /// `for_write`); the error is the message for the model.
+    fn call<T: DeserializeOwned>(
+        &self,
+        arguments: JsonObject,
+        for_write: bool,
+        database: impl FnOnce(&T) -> Option<&str>,
+    ) -> Result<(T, &Database), String> {
+        let args: T = parse(arguments)?;
+        let db = self.database(database(&args), for_write)?;
+        Ok((args, db))
+    }
+
     /// The database a call names, or the only one.
     fn database(&self, name: Option<&str>, for_write: bool) -> Result<&Database, String> {
         let candidates: Vec<&Database> = self

@@ -310,7 +310,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     tracing::info!("serving MCP on http://{local}{}", config.path);
     // One signal stops both listeners; the metrics one also stops if the server stops otherwise.
-    let signal = shutdown_signal().shared();
+    let signal = mcp_http::server::shutdown_signal().shared();
     let mcp_signal = signal.clone();
     let serving = async {
         let service = McpService::new(server, config);
@@ -353,29 +353,5 @@ async fn serve_metrics(
     };
     if let Err(e) = mcp_http::server::serve_metrics(listener, service, shutdown).await {
         tracing::error!("metrics on {local}: {e}; no longer served");
-    }
-}
-
-/// Resolves on SIGINT or, on Unix, SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
     }
 }

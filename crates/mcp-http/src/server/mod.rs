@@ -41,7 +41,7 @@ use tokio_util::sync::CancellationToken;
 pub use body::McpBody;
 pub use metrics::MetricsService;
 pub use policy::OriginPolicy;
-pub use serve::{ServeError, serve, serve_metrics, serve_with_shutdown};
+pub use serve::{ServeError, serve, serve_metrics, serve_with_shutdown, shutdown_signal};
 
 use body::Event;
 

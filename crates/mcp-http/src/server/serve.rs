@@ -237,8 +237,9 @@ fn trace_conn_error(peer: SocketAddr, e: &(dyn std::error::Error + 'static)) {
     tracing::debug!(%peer, error = %e, "connection ended with an error");
 }
 
-/// Resolves on SIGINT or, on Unix, SIGTERM.
-pub(crate) async fn shutdown_signal() {
+/// Resolves on SIGINT or, on Unix, SIGTERM: what [`serve`] stops on, for servers that run other
+/// listeners beside it and stop them together.
+pub async fn shutdown_signal() {
     let ctrl_c = async {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;

@@ -308,6 +308,44 @@ fn values(row: &Row, limit: Duration) -> Result<Vec<serde_json::Value>, Failure>
         .collect()
 }
 
+/// A statement prepared in a transaction of its own, under the call's time limit.
+struct Prepared<'c> {
+    tx: tokio_postgres::Transaction<'c>,
+    stmt: Statement,
+    bound: Vec<TextParam>,
+    columns: Vec<Column>,
+}
+
+/// Starts a `READ ONLY` (or `READ WRITE`) transaction with the session limits, prepares `sql` and
+/// checks `params` against it.
+async fn prepare_in_tx<'c>(
+    client: &'c mut Client,
+    read_only: bool,
+    sql: &str,
+    params: &[Param],
+    limit: Duration,
+) -> Result<Prepared<'c>, Failure> {
+    let fail = |e: tokio_postgres::Error| Failure::pg(&e, limit);
+    let tx = client
+        .build_transaction()
+        .read_only(read_only)
+        .start()
+        .await
+        .map_err(fail)?;
+    tx.batch_execute(&session_limits(limit))
+        .await
+        .map_err(fail)?;
+    let stmt = tx.prepare(sql).await.map_err(fail)?;
+    let bound = check_params(&stmt, params)?;
+    let columns = columns(&stmt);
+    Ok(Prepared {
+        tx,
+        stmt,
+        bound,
+        columns,
+    })
+}
+
 /// A read: one statement in a `READ ONLY` transaction, fetched through a portal a batch at a time
 /// so that no more than the row limit (plus one, to detect truncation) ever leaves the server.
 async fn read_in_tx(
@@ -318,18 +356,12 @@ async fn read_in_tx(
 ) -> Result<Rows, Failure> {
     let limit = limits.timeout;
     let fail = |e: tokio_postgres::Error| Failure::pg(&e, limit);
-    let tx = client
-        .build_transaction()
-        .read_only(true)
-        .start()
-        .await
-        .map_err(fail)?;
-    tx.batch_execute(&session_limits(limit))
-        .await
-        .map_err(fail)?;
-    let stmt = tx.prepare(sql).await.map_err(fail)?;
-    let bound = check_params(&stmt, params)?;
-    let columns = columns(&stmt);
+    let Prepared {
+        tx,
+        stmt,
+        bound,
+        columns,
+    } = prepare_in_tx(client, true, sql, params, limit).await?;
     let portal = tx.bind_raw(&stmt, bound.iter()).await.map_err(fail)?;
     let mut collector = Collector::new(limits.max_rows, limits.max_bytes);
     'fetch: loop {
@@ -376,18 +408,12 @@ async fn write_in_tx(
 ) -> Result<Rows, Failure> {
     let limit = limits.timeout;
     let fail = |e: tokio_postgres::Error| Failure::pg(&e, limit);
-    let tx = client
-        .build_transaction()
-        .read_only(false)
-        .start()
-        .await
-        .map_err(fail)?;
-    tx.batch_execute(&session_limits(limit))
-        .await
-        .map_err(fail)?;
-    let stmt = tx.prepare(sql).await.map_err(fail)?;
-    let bound = check_params(&stmt, params)?;
-    let columns = columns(&stmt);
+    let Prepared {
+        tx,
+        stmt,
+        bound,
+        columns,
+    } = prepare_in_tx(client, false, sql, params, limit).await?;
     let mut collector = Collector::new(limits.max_rows, limits.max_bytes);
     let mut stream = pin!(tx.query_raw(&stmt, bound.iter()).await.map_err(fail)?);
     while let Some(row) = stream.next().await {

@@ -1,0 +1,88 @@
+//! What the example binaries share: logs on stderr (stdout carries only protocol messages on
+//! stdio, spec 2026-07-28 basic/transports), a runtime, and serving one server on stdio or over
+//! Streamable HTTP at `/mcp`.
+
+use std::fmt::Display;
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+use mcp_http::server::{HttpConfig, McpService, OriginPolicy};
+use mcp_server::Server;
+use mcp_server::stdio::{self, StdioConfig};
+
+/// How an example binary serves.
+#[derive(Debug, Default)]
+pub struct Serving {
+    /// Streamable HTTP on this address; stdio when `None`.
+    pub http: Option<SocketAddr>,
+    /// The largest HTTP request body, when not the default.
+    pub max_body: Option<usize>,
+    /// The stdio settings.
+    pub stdio: StdioConfig,
+    /// Print `listening on http://ADDR/mcp` (the port actually bound) as the first line on stdout,
+    /// for test harnesses that start the binary on port 0.
+    pub announce: bool,
+}
+
+/// Runs `server` as `serving` says, until stdin closes (stdio) or SIGINT/SIGTERM (HTTP); errors go
+/// to stderr prefixed with `name`.
+pub fn main(name: &str, server: Result<Server, impl Display>, serving: Serving) -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let server = match server {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{name}: the server is invalid: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{name}: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve(server, serving)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(server: Server, serving: Serving) -> std::io::Result<()> {
+    let Some(addr) = serving.http else {
+        tracing::info!(version = env!("CARGO_PKG_VERSION"), "serving on stdio");
+        return stdio::serve_stdio(server, serving.stdio).await;
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot bind {addr}: {e}")))?;
+    let bound = listener.local_addr()?;
+    let defaults = HttpConfig::default();
+    let config = HttpConfig {
+        policy: OriginPolicy::for_bind(bound),
+        max_body: serving.max_body.map_or(defaults.max_body, |b| b.max(1)),
+        ..defaults
+    };
+    if serving.announce {
+        let mut stdout = std::io::stdout();
+        writeln!(stdout, "listening on http://{bound}/mcp")?;
+        stdout.flush()?;
+    }
+    tracing::info!(%bound, "serving Streamable HTTP at /mcp");
+    mcp_http::server::serve(listener, McpService::new(server, config))
+        .await
+        .map_err(std::io::Error::other)
+}
