@@ -35,8 +35,9 @@ pub struct Prepared<'a> {
     /// `params.name` (`tools/call`, `prompts/get`) or `params.uri` (`resources/read`): what HTTP's
     /// `Mcp-Name` header must equal. Read in the same pass as `_meta`.
     pub name: Option<Cow<'a, str>>,
-    /// The other `tools/call` params, raw, read in that same pass so that the call does not decode
-    /// the params (and skip over `_meta`) a second time.
+    /// The MRTR params of `tools/call`, `prompts/get` and `resources/read` (and `tools/call`'s
+    /// arguments), raw, read in that same pass so that the call does not decode the params (and
+    /// skip over `_meta`) a second time.
     pub(crate) call: CallFields<'a>,
 }
 
@@ -49,6 +50,23 @@ pub(crate) struct CallFields<'a> {
 }
 
 impl CallFields<'_> {
+    /// spec 2026-07-28 (DIGEST §9): `inputResponses` is an object and `requestState` a string when
+    /// present; `null` for either is a malformed retry (-32602), not "absent" (the server would
+    /// silently ask again).
+    pub(crate) fn refuse_nulls(&self) -> Result<(), ErrorObject> {
+        for (name, value) in [
+            ("inputResponses", &self.input_responses),
+            ("requestState", &self.request_state),
+        ] {
+            if value.as_deref().is_some_and(|v| v.get().trim() == "null") {
+                return Err(ErrorObject::invalid_params(format_args!(
+                    "{name} must not be null: leave it out when there is nothing to send"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     fn into_owned(self) -> CallFields<'static> {
         let own = |raw: Option<Cow<'_, RawValue>>| raw.map(|r| Cow::Owned(r.into_owned()));
         CallFields {
@@ -373,7 +391,10 @@ impl Server {
             "resources/read" => probe.uri.and_then(raw_str),
             _ => None,
         };
-        let call = if request.method == "tools/call" {
+        let call = if matches!(
+            request.method.as_ref(),
+            "tools/call" | "prompts/get" | "resources/read"
+        ) {
             CallFields {
                 arguments: probe.arguments.map(Cow::Borrowed),
                 input_responses: probe.input_responses.map(Cow::Borrowed),
@@ -541,7 +562,43 @@ impl Server {
 
 #[cfg(test)]
 mod tests {
-    use super::without_position;
+    use super::*;
+
+    /// The MRTR fields `prepare` captured from a `tools/call` with these params.
+    fn refuse_nulls(params: &str) -> Result<(), ErrorObject> {
+        let server = Server::builder("t", "1").build().expect("builds");
+        let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+        let params = format!("{{{meta},{}", &params[1..]);
+        let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#);
+        match server.prepare(body.as_bytes()) {
+            Incoming::Request(p) => p.call.refuse_nulls(),
+            _ => panic!("not a request: {body}"),
+        }
+    }
+
+    #[test]
+    fn null_mrtr_fields_are_invalid_params() {
+        for body in [
+            r#"{"name":"t","inputResponses":null}"#,
+            r#"{"name":"t","requestState": null }"#,
+        ] {
+            let e = refuse_nulls(body).expect_err(body);
+            assert_eq!(e.code, -32602, "{body}");
+            assert!(e.message.contains("must not be null"), "{}", e.message);
+        }
+    }
+
+    #[test]
+    fn absent_fields_and_nulls_elsewhere_pass() {
+        for body in [
+            r#"{"name":"t"}"#,
+            r#"{"name":"t","arguments":{"x":null}}"#,
+            r#"{"name":"t","inputResponses":{"k":{"action":"decline"}},"requestState":"s"}"#,
+        ] {
+            refuse_nulls(body).expect(body);
+        }
+        assert!(CallFields::default().refuse_nulls().is_ok(), "no params");
+    }
 
     #[test]
     fn positions_are_stripped_only_when_they_are_positions() {

@@ -17,7 +17,7 @@ impl Server {
         registry: &Registry,
         mut io: RequestIo<'_>,
     ) -> ReplyMessage {
-        if let Err(e) = super::mrtr_fields_not_null(req.params.as_deref()) {
+        if let Err(e) = req.call.refuse_nulls() {
             return error_reply(Some(&req.id), &e, false);
         }
         let params: GetPromptRequestParams = match super::params(&req) {

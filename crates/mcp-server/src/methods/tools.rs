@@ -39,18 +39,14 @@ impl<'a> CallParams<'a> {
         let Some(name) = name else {
             return super::decode(raw_params);
         };
+        fields.refuse_nulls()?;
+        // `arguments: null` reads as no arguments.
         fn field<T: serde::de::DeserializeOwned>(
             raw: Option<&RawValue>,
             what: &str,
-            null_ok: bool,
         ) -> Result<Option<T>, ErrorObject> {
             match raw.map(|r| r.get().trim()) {
-                None => Ok(None),
-                // `arguments: null` reads as no arguments; a null MRTR field is a malformed retry.
-                Some("null") if null_ok => Ok(None),
-                Some("null") => Err(ErrorObject::invalid_params(format_args!(
-                    "{what} must not be null: leave it out when there is nothing to send"
-                ))),
+                None | Some("null") => Ok(None),
                 Some(text) => serde_json::from_str(text)
                     .map(Some)
                     .map_err(|e| ErrorObject::invalid_params(format_args!("{what}: {e}"))),
@@ -58,9 +54,9 @@ impl<'a> CallParams<'a> {
         }
         Ok(CallParams {
             name,
-            arguments: field(fields.arguments.as_deref(), "arguments", true)?,
-            input_responses: field(fields.input_responses.as_deref(), "inputResponses", false)?,
-            request_state: field(fields.request_state.as_deref(), "requestState", false)?,
+            arguments: field(fields.arguments.as_deref(), "arguments")?,
+            input_responses: field(fields.input_responses.as_deref(), "inputResponses")?,
+            request_state: field(fields.request_state.as_deref(), "requestState")?,
         })
     }
 }
