@@ -75,6 +75,14 @@ impl McpBody {
         }
     }
 
+    /// The whole body, if it is one; the body itself if it is a stream.
+    pub(crate) fn into_full(self) -> Result<Option<Bytes>, McpBody> {
+        match self.kind {
+            Kind::Full(bytes) => Ok(bytes),
+            kind @ Kind::Sse(_) => Err(McpBody { kind }),
+        }
+    }
+
     pub(crate) fn events(
         first: Event,
         rx: mpsc::Receiver<Event>,

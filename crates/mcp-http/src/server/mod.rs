@@ -14,6 +14,7 @@
 //! `GET /metrics`; [`MetricsService`] serves them on an address of their own instead.
 
 mod body;
+mod h1;
 mod metrics;
 mod policy;
 mod serve;
@@ -68,7 +69,8 @@ pub struct HttpConfig {
     /// How long in-flight requests may run after shutdown begins (used by [`serve`]).
     pub drain: Duration,
     /// How long a new connection may stay silent before its first bytes arrive; it is closed
-    /// then, so that connections opened and left idle cannot pile up (used by [`serve`]). Zero
+    /// then, so that connections opened and left idle cannot pile up. On HTTP/1.1 it also bounds
+    /// how long a request head may take once it has begun (408 after it). Used by [`serve`]; zero
     /// waits forever.
     pub first_bytes_timeout: Duration,
     /// Where to answer `GET` with the server's metrics ([`Server::metrics`]) in the Prometheus
@@ -474,8 +476,8 @@ enum BodyError {
 }
 
 /// Reads a request body of at most `max` bytes. A body that arrives as one chunk (the usual case:
-/// hyper hands over what it read with the headers) is used as it is, without a copy or a list of
-/// chunks; only a body in several chunks is gathered.
+/// the HTTP/1.1 connection reads it whole, hyper hands over what came with the h2c headers) is used
+/// as it is, without a copy or a list of chunks; only a body in several chunks is gathered.
 async fn read_body<B>(body: B, max: usize) -> Result<Bytes, BodyError>
 where
     B: http_body::Body<Data = Bytes>,

@@ -1,5 +1,6 @@
-//! Accepting connections: HTTP/1.1 with keep-alive and HTTP/2 over cleartext (h2c), one task per
-//! connection and none per request, and a graceful shutdown.
+//! Accepting connections: HTTP/1.1 with keep-alive (served by [`super::h1`]) and HTTP/2 over
+//! cleartext (h2c, served by hyper), one task per connection and none per request, and a graceful
+//! shutdown.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -8,12 +9,12 @@ use std::time::Duration;
 
 use futures_util::FutureExt as _;
 use http::{Request, Response};
-use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::h1::{self, RequestBody};
 use super::stop::{Stop, Watched};
 use super::{McpBody, McpService, MetricsService};
 
@@ -21,6 +22,8 @@ use super::{McpBody, McpService, MetricsService};
 const METRICS_DRAIN: Duration = Duration::from_secs(2);
 /// How long a connection to the metrics listener may stay silent before it is closed.
 const METRICS_FIRST_BYTES: Duration = Duration::from_secs(30);
+/// The largest request body the metrics listener reads (its `GET`s have none).
+const METRICS_MAX_BODY: usize = 64 * 1024;
 
 /// Why serving stopped.
 #[derive(Debug, thiserror::Error)]
@@ -48,8 +51,9 @@ pub async fn serve_with_shutdown(
 ) -> Result<(), ServeError> {
     let drain = service.config().drain;
     let first_bytes = service.config().first_bytes_timeout;
+    let max_body = service.config().max_body;
     let server = service.server().clone();
-    let handler = move |req: Request<Incoming>| {
+    let handler = move |req: Request<RequestBody>| {
         let svc = service.clone();
         async move { svc.handle(req).await }
     };
@@ -61,6 +65,7 @@ pub async fn serve_with_shutdown(
         move || server.shutdown(),
         drain,
         first_bytes,
+        max_body,
     )
     .await
 }
@@ -71,7 +76,7 @@ pub async fn serve_metrics(
     service: MetricsService,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
-    let handler = move |req: Request<Incoming>| std::future::ready(service.handle(&req));
+    let handler = move |req: Request<RequestBody>| std::future::ready(service.handle(&req));
     accept_loop(
         listener,
         handler,
@@ -79,13 +84,15 @@ pub async fn serve_metrics(
         || {},
         METRICS_DRAIN,
         METRICS_FIRST_BYTES,
+        METRICS_MAX_BODY,
     )
     .await
 }
 
 /// Accepts connections and serves each with `handler` until `shutdown` resolves; then stops
 /// accepting, calls `on_stop`, and drains within `drain`. A connection that sends nothing within
-/// `first_bytes` (unless zero) is closed.
+/// `first_bytes` (unless zero) is closed, and so is an HTTP/1.1 connection whose request head,
+/// once begun, takes longer than that. HTTP/1.1 bodies longer than `max_body` are not read.
 async fn accept_loop<H, F>(
     listener: TcpListener,
     handler: H,
@@ -93,13 +100,16 @@ async fn accept_loop<H, F>(
     on_stop: impl FnOnce(),
     drain: Duration,
     first_bytes: Duration,
+    max_body: usize,
 ) -> Result<(), ServeError>
 where
-    H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
+    H: Fn(Request<RequestBody>) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<McpBody>> + Send + 'static,
 {
-    let mut http1 = hyper::server::conn::http1::Builder::new();
-    http1.keep_alive(true);
+    let h1_settings = h1::Settings {
+        max_body,
+        head_timeout: first_bytes,
+    };
     let http2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
     // On shutdown every connection is asked to finish what it serves and close; those still open
     // when the drain time is over are dropped, which closes them and cancels their requests
@@ -130,13 +140,7 @@ where
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
         }
         let handler = handler.clone();
-        // hyper keeps the box it puts each request's future in for the connection's whole life, so
-        // the future it sees is a pointer: the request's own state is allocated per request and
-        // freed with it, and an idle connection (or one holding a listen stream) keeps nothing.
-        let hyper_service = hyper::service::service_fn(move |req| {
-            Box::pin(handler(req)).map(Ok::<_, std::convert::Infallible>)
-        });
-        let (http1, http2) = (http1.clone(), http2.clone());
+        let http2 = http2.clone();
         let (stop, stopping) = (stop.clone(), stopping.clone());
         connections.spawn(async move {
             let version = tokio::select! {
@@ -145,22 +149,31 @@ where
             };
             // `Watched` keeps each connection on the heap, so that the task does not hold it
             // twice (once as captured and once while awaiting it).
-            let result = match version {
+            match version {
                 Ok(Version::H1) => {
-                    let conn = http1.serve_connection(TokioIo::new(stream), hyper_service);
-                    Watched::new(conn, |c: Pin<&mut _>| c.graceful_shutdown(), stop).await
+                    // The connection reads the stop signal itself, between requests.
+                    let conn = h1::serve(stream, handler, stop.clone(), h1_settings);
+                    if let Some(Err(e)) = Watched::new(conn, |_: Pin<&mut _>| {}, stop).await {
+                        trace_conn_error(peer, &e);
+                    }
                 }
                 Ok(Version::H2) => {
-                    let conn = http2.serve_connection(TokioIo::new(stream), hyper_service);
-                    Watched::new(conn, |c: Pin<&mut _>| c.graceful_shutdown(), stop).await
+                    // hyper keeps the box it puts each request's future in for the stream's whole
+                    // life, so the future it sees is a pointer: the request's own state is
+                    // allocated per request and freed with it.
+                    let service = hyper::service::service_fn(move |req: Request<_>| {
+                        Box::pin(handler(req.map(RequestBody::Hyper)))
+                            .map(Ok::<_, std::convert::Infallible>)
+                    });
+                    let conn = http2.serve_connection(TokioIo::new(stream), service);
+                    let watched = Watched::new(conn, |c: Pin<&mut _>| c.graceful_shutdown(), stop);
+                    if let Some(Err(e)) = watched.await {
+                        trace_conn_error(peer, &e);
+                    }
                 }
                 Err(e) => {
                     tracing::debug!(%peer, error = %e, "connection closed before its first request");
-                    return;
                 }
-            };
-            if let Some(Err(e)) = result {
-                trace_conn_error(peer, &e);
             }
         });
     }
@@ -202,8 +215,8 @@ async fn sniff_within(stream: &tokio::net::TcpStream, limit: Duration) -> std::i
         .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()))
 }
 
-/// Which protocol the client speaks, read with `peek` so that nothing is consumed: hyper then reads
-/// the connection from its first byte into its own buffer, with no rewinding wrapper in between.
+/// Which protocol the client speaks, read with `peek` so that nothing is consumed: the connection
+/// is then read from its first byte, with no rewinding wrapper in between.
 /// An HTTP/1.1 request differs from the preface by its second byte at the latest.
 async fn sniff(stream: &tokio::net::TcpStream) -> std::io::Result<Version> {
     let mut buf = [0u8; H2_PREFACE.len()];

@@ -55,6 +55,12 @@ impl Stop {
         }
     }
 
+    /// Whether the server has begun to stop. A connection that reads this from inside a
+    /// [`Watched`] future is woken when it changes.
+    pub(crate) fn is_draining(&self) -> bool {
+        self.phase.load(Ordering::Acquire) >= DRAINING
+    }
+
     fn register(&self, key: u64, waker: &Waker) {
         self.wakers
             .lock()
