@@ -1212,4 +1212,86 @@ mod tests {
             .expect("joins");
         assert_eq!(read_to_close(&mut client).await, "");
     }
+
+    /// Runs `f` on a runtime of its own (a proptest case is synchronous).
+    fn block_on<T>(f: impl Future<Output = T>) -> T {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(f)
+    }
+
+    /// Writes `wire`, shuts the client's write side and reads until the server closes.
+    async fn exchange_and_hang_up(settings: Settings, wire: &[u8]) -> String {
+        let (addr, _stop, _dropped, task) = start(settings).await;
+        let mut client = TcpStream::connect(addr).await.expect("connect");
+        // The server may refuse and close before all of it is written.
+        let _ = client.write_all(wire).await;
+        let _ = client.shutdown().await;
+        let mut out = Vec::new();
+        let _ = within("the server to close", client.read_to_end(&mut out)).await;
+        within("the connection task to end", task)
+            .await
+            .expect("the connection task does not panic");
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// However a body is cut into chunks, with or without extensions and trailer fields, the
+        /// endpoint sees the bytes that were sent.
+        #[test]
+        fn a_chunked_body_reads_back_whole(
+            body in "[a-z0-9]{0,120}",
+            cuts in proptest::collection::vec(1usize..40, 0..8),
+            extensions in proptest::prelude::any::<bool>(),
+            trailer in proptest::prelude::any::<bool>(),
+        ) {
+            let mut wire = String::from(
+                "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+            );
+            let mut rest = body.as_str();
+            for cut in cuts.iter().copied().chain(std::iter::repeat(usize::MAX)) {
+                if rest.is_empty() {
+                    break;
+                }
+                let (chunk, after) = rest.split_at(cut.min(rest.len()));
+                let ext = if extensions { " ;a=b" } else { "" };
+                wire.push_str(&format!("{:X}{ext}\r\n{chunk}\r\n", chunk.len()));
+                rest = after;
+            }
+            wire.push_str(if trailer { "0\r\nX-Sum: 1\r\n\r\n" } else { "0\r\n\r\n" });
+            let settings = Settings { max_body: 1024, ..SETTINGS };
+            let out = block_on(exchange(settings, wire.as_bytes()));
+            proptest::prop_assert_eq!(statuses(&out), ["200"], "{}", out);
+            let expected = format!("POST /c body={body}");
+            proptest::prop_assert!(out.ends_with(&expected), "{}", out);
+        }
+
+        /// Whatever arrives, alone or after a valid request line, the connection answers with
+        /// status lines or nothing, closes once the client hangs up, and its task does not panic.
+        #[test]
+        fn any_input_is_answered_or_closed(
+            prefix in proptest::sample::select(vec![
+                "",
+                "POST / HTTP/1.1\r\n",
+                "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+                "GET / HTTP/1.0\r\n",
+            ]),
+            noise in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    b'a', b'0', b'F', b' ', b':', b';', b'\r', b'\n', b'\t', 0, 0x7f, 0xff, b'/',
+                ]),
+                0..200,
+            ),
+        ) {
+            let mut wire = prefix.as_bytes().to_vec();
+            wire.extend_from_slice(&noise);
+            let out = block_on(exchange_and_hang_up(SETTINGS, &wire));
+            proptest::prop_assert!(out.is_empty() || out.starts_with("HTTP/1.1 "), "{:?}", out);
+            proptest::prop_assert!(!statuses(&out).is_empty() || out.is_empty(), "{:?}", out);
+        }
+    }
 }
