@@ -178,8 +178,8 @@ def main():
         lines.append(
             "Resident memory that idle `subscriptions/listen` streams add to `echo-server --http` (VmRSS "
             "after the streams are acknowledged minus VmRSS before, after a warm-up). Over HTTP/1.1 every "
-            "stream holds a connection of its own, and hyper's per-connection read and write buffers are "
-            "most of the cost; over h2c the streams share connections. Reproduce: "
+            "stream holds a connection of its own (served by mcp-rs's own HTTP/1.1 loop, which holds no "
+            "buffer while a connection waits); over h2c the streams share connections. Reproduce: "
             "`scripts/bench-listen-rss` and `scripts/bench-listen-rss --h2`."
         )
         lines.append("")
