@@ -18,7 +18,8 @@
 //!   with 501, and the connection is closed, since its framing can no longer be trusted;
 //! - `Expect: 100-continue` (the interim response is sent when the body is read); other
 //!   expectations get 417;
-//! - a head that has started must be complete within the head timeout (408).
+//! - a head that has started must be complete within the head timeout (408), and so must a body
+//!   that did not come whole with its head.
 //!
 //! A body longer than the endpoint's limit is not read: the endpoint sees its declared size (and
 //! answers 413 after its earlier checks), and the connection closes after the answer. A client that
@@ -172,7 +173,22 @@ where
             let Some(head) = read_head(&mut io, &mut buf, settings.head_timeout).await? else {
                 return Ok(None);
             };
-            let (body, in_sync) = read_body(&mut io, &mut buf, &head, settings.max_body).await?;
+            // A body that came whole with its head (the usual case) sets no timer; one still
+            // arriving must arrive within the same time a head may take.
+            let untimed = settings.head_timeout.is_zero() || body_is_here(&head, &buf);
+            let body = read_body(&mut io, &mut buf, &head, settings.max_body);
+            let (body, in_sync) = if untimed {
+                body.await?
+            } else {
+                tokio::time::timeout(settings.head_timeout, body)
+                    .await
+                    .map_err(|_| {
+                        Fail::Refuse(
+                            StatusCode::REQUEST_TIMEOUT,
+                            "the request body did not arrive in time",
+                        )
+                    })??
+            };
             Ok::<_, Fail>(Some((head, body, in_sync)))
         };
         let (head, body, in_sync) = match read.await {
@@ -497,6 +513,16 @@ fn framing(headers: &HeaderMap, version: Version) -> Result<Framing, Fail> {
         }
     }
     Ok(length.map_or(Framing::None, Framing::Length))
+}
+
+/// Whether the request's body needs no more reading: it has none, it is not going to be read, or it
+/// is in `buf` already.
+fn body_is_here(head: &Head, buf: &BytesMut) -> bool {
+    match head.framing {
+        Framing::None => true,
+        Framing::Length(len) => len <= buf.len() as u64,
+        Framing::Chunked => false,
+    }
 }
 
 /// Reads the request's body from `buf` and the connection. The flag says whether the connection
@@ -1164,6 +1190,34 @@ mod tests {
         };
         let out = exchange(settings, b"POST / HTTP/1.1\r\nHost: x\r\n").await;
         assert_eq!(statuses(&out), ["408"], "{out}");
+    }
+
+    #[tokio::test]
+    async fn a_body_that_does_not_arrive_in_time_gets_408() {
+        let settings = Settings {
+            head_timeout: Duration::from_millis(200),
+            ..SETTINGS
+        };
+        let head = "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc";
+        let out = exchange(settings, head.as_bytes()).await;
+        assert_eq!(statuses(&out), ["408"], "{out}");
+        let chunked =
+            "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n";
+        let out = exchange(settings, chunked.as_bytes()).await;
+        assert_eq!(statuses(&out), ["408"], "{out}");
+    }
+
+    #[tokio::test]
+    async fn a_body_sent_after_its_head_is_read_within_the_timeout() {
+        let (addr, _stop, _dropped, _task) = start(SETTINGS).await;
+        let mut client = TcpStream::connect(addr).await.expect("connect");
+        let wire = post("/late", "Connection: close\r\n", "later");
+        let (head, body) = wire.split_at(wire.len() - 5);
+        client.write_all(head.as_bytes()).await.expect("write");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        client.write_all(body.as_bytes()).await.expect("write");
+        let out = read_to_close(&mut client).await;
+        assert!(out.ends_with("POST /late body=later"), "{out}");
     }
 
     #[tokio::test]

@@ -70,8 +70,8 @@ pub struct HttpConfig {
     pub drain: Duration,
     /// How long a new connection may stay silent before its first bytes arrive; it is closed
     /// then, so that connections opened and left idle cannot pile up. On HTTP/1.1 it also bounds
-    /// how long a request head may take once it has begun (408 after it). Used by [`serve`]; zero
-    /// waits forever.
+    /// how long a request head may take once it has begun, and a body that did not come with its
+    /// head (408 after it). Used by [`serve`]; zero waits forever.
     pub first_bytes_timeout: Duration,
     /// Where to answer `GET` with the server's metrics ([`Server::metrics`]) in the Prometheus
     /// text format, behind the same Host/Origin policy; `None` (the default) serves none. It must

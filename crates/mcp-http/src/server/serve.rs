@@ -92,7 +92,7 @@ pub async fn serve_metrics(
 /// Accepts connections and serves each with `handler` until `shutdown` resolves; then stops
 /// accepting, calls `on_stop`, and drains within `drain`. A connection that sends nothing within
 /// `first_bytes` (unless zero) is closed, and so is an HTTP/1.1 connection whose request head,
-/// once begun, takes longer than that. HTTP/1.1 bodies longer than `max_body` are not read.
+/// once begun, or whose body, once its head is read, takes longer than that. HTTP/1.1 bodies longer than `max_body` are not read.
 async fn accept_loop<H, F>(
     listener: TcpListener,
     handler: H,
