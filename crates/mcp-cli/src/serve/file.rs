@@ -68,6 +68,9 @@ pub(crate) struct HttpSection {
     pub allowed_origins: Vec<String>,
     /// Largest HTTP body or stdio line, in bytes.
     pub max_message: Option<usize>,
+    /// How long a connection may stay silent before its first request, and how long a request
+    /// may take to arrive once it has begun.
+    pub read_timeout: Option<Seconds>,
 }
 
 /// `[sample]`: the embedded sample database.

@@ -70,6 +70,12 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "BYTES")]
     max_message: Option<usize>,
 
+    /// How long a new HTTP connection may stay silent before its first request, and how long a
+    /// request's head and body may take to arrive once begun (408 after it): seconds, or with a
+    /// unit (500ms, 30s, 2m) [default: 30s].
+    #[arg(long, value_name = "DURATION", value_parser = file::parse_duration)]
+    read_timeout: Option<Duration>,
+
     /// A database to serve (repeatable): postgres://USER@HOST:PORT/DB, sqlite:PATH or the path of an
     /// SQLite file, optionally named NAME=URL (the name tools and URIs use; default "main"). With
     /// any --db, the sample database is not served unless --sample is also given.
@@ -161,6 +167,7 @@ fn http_config(settings: &Settings) -> HttpConfig {
     HttpConfig {
         path: settings.path.clone(),
         max_body: settings.max_message,
+        first_bytes_timeout: settings.read_timeout,
         policy,
         metrics_path,
         ..HttpConfig::default()

@@ -27,6 +27,7 @@ pub(crate) const SAMPLE_FILE: &str = "sample.db";
 const DEFAULT_NAME: &str = "mcp-rs";
 const DEFAULT_PATH: &str = "/mcp";
 const DEFAULT_MAX_MESSAGE: usize = 4 * 1024 * 1024;
+const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
 const DEFAULT_METRICS_PATH: &str = "/metrics";
 
 /// Everything `mcp serve` needs, resolved and checked.
@@ -38,6 +39,8 @@ pub(crate) struct Settings {
     pub allowed_hosts: Vec<String>,
     pub allowed_origins: Vec<String>,
     pub max_message: usize,
+    /// How long a new HTTP connection may stay silent, and a request take to arrive once begun.
+    pub read_timeout: Duration,
     pub name: String,
     pub instructions: Option<String>,
     pub state_key: Option<KeyFile>,
@@ -165,6 +168,11 @@ pub(crate) fn resolve(
         (Some(n), _) => check_min(n, 1024, "--max-message")?,
         (None, Some(n)) => check_min(n, 1024, "http.max_message")?,
         (None, None) => DEFAULT_MAX_MESSAGE,
+    };
+    let read_timeout = match (args.read_timeout, &file.http.read_timeout) {
+        (Some(d), _) => check_positive(d, "--read-timeout")?,
+        (None, Some(s)) => check_positive(s.0, "http.read_timeout")?,
+        (None, None) => DEFAULT_READ_TIMEOUT,
     };
 
     // Identity and the state key.
@@ -362,6 +370,7 @@ pub(crate) fn resolve(
         allowed_hosts,
         allowed_origins,
         max_message,
+        read_timeout,
         name,
         instructions: file.server.instructions.clone(),
         state_key,
@@ -560,6 +569,14 @@ fn check_min<T: PartialOrd + std::fmt::Display + Copy>(
 ) -> Result<T, String> {
     if value < min {
         Err(format!("{key}: must be at least {min}"))
+    } else {
+        Ok(value)
+    }
+}
+
+fn check_positive(value: Duration, key: &str) -> Result<Duration, String> {
+    if value.is_zero() {
+        Err(format!("{key}: must be more than zero"))
     } else {
         Ok(value)
     }
@@ -974,6 +991,10 @@ max_file_bytes = 1000
             (
                 "[http]\nmax_message = 10\n",
                 "http.max_message: must be at least 1024",
+            ),
+            (
+                "[http]\nread_timeout = \"0s\"\n",
+                "http.read_timeout: must be more than zero",
             ),
             (
                 "[limits]\nmax_rows = 0\n",

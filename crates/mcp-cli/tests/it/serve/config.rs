@@ -95,7 +95,7 @@ fn bad_configuration_is_refused_with_the_key_named() {
 
     // Flags are named the same way.
     let short_key = scratch.join("short.key");
-    let flag_cases: [(&[&str], &str); 7] = [
+    let flag_cases: [(&[&str], &str); 8] = [
         (
             &["--db", "x=mysql://db/x"],
             "error: --db x: unsupported database URL scheme",
@@ -124,6 +124,10 @@ fn bad_configuration_is_refused_with_the_key_named() {
             &["--metrics-path", "/stats"],
             "error: --metrics-path: the metrics are off",
         ),
+        (
+            &["--read-timeout", "0"],
+            "error: --read-timeout: must be more than zero",
+        ),
     ];
     for (args, want) in flag_cases {
         let run = serve_refused(scratch.path(), args);
@@ -142,6 +146,49 @@ fn bad_configuration_is_refused_with_the_key_named() {
 
 /// The example file is valid as shipped, apart from what it names on a real system: its
 /// PostgreSQL server and folders. With those swapped for local ones it serves.
+/// `--read-timeout` closes a connection that sends nothing and answers a request whose head
+/// stalls with 408; with the default (30 s) neither would happen within the client's patience.
+#[test]
+fn the_read_timeout_closes_silent_connections_and_answers_stalled_requests() {
+    use std::io::{Read as _, Write as _};
+    use std::time::{Duration, Instant};
+
+    let scratch = TempDir::new();
+    let serve = Serve::start(scratch.path(), &["--read-timeout", "300ms"]);
+    let authority = serve
+        .url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.split('/').next())
+        .expect("an http URL")
+        .to_owned();
+    let connect = || {
+        let stream = std::net::TcpStream::connect(&authority).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("a read timeout");
+        stream
+    };
+
+    let mut silent = connect();
+    let start = Instant::now();
+    let mut out = Vec::new();
+    silent
+        .read_to_end(&mut out)
+        .expect("the server closes the silent connection");
+    assert!(out.is_empty(), "{}", String::from_utf8_lossy(&out));
+    assert!(start.elapsed() >= Duration::from_millis(250));
+
+    let mut stalled = connect();
+    stalled
+        .write_all(format!("POST /mcp HTTP/1.1\r\nHost: {authority}\r\n").as_bytes())
+        .expect("send");
+    let mut out = String::new();
+    stalled
+        .read_to_string(&mut out)
+        .expect("the server answers and closes");
+    assert!(out.starts_with("HTTP/1.1 408 "), "{out}");
+}
+
 #[test]
 fn the_example_file_serves_once_its_paths_exist() {
     let example = include_str!("../../../../../examples/mcp.toml");
