@@ -2,7 +2,7 @@
 //! databases given), the filesystem adapter over the roots given, served over Streamable HTTP on
 //! loopback or over stdio.
 //!
-//! file.rs is the TOML format, settings.rs lays the flags over the file and checks everything
+//! file.rs is the TOML format, settings/ lays the flags over the file and checks everything
 //! before anything is opened, and open.rs opens the databases and roots and builds the server.
 //! Here: the flags, logging (one line per request on stderr, `RequestLog`), and the serve loop with
 //! the metrics, on the HTTP listener or on a listener of their own that stops with the server.

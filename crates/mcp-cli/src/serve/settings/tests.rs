@@ -1,0 +1,488 @@
+//! Resolving flags and the configuration file into settings: defaults, precedence, and every
+//! refusal naming its flag or key.
+
+use super::*;
+use crate::serve::file::parse;
+use clap::Parser as _;
+
+#[derive(clap::Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: ServeArgs,
+}
+
+fn args(argv: &[&str]) -> ServeArgs {
+    let mut all = vec!["serve"];
+    all.extend_from_slice(argv);
+    Cli::try_parse_from(all).expect("the flags parse").args
+}
+
+fn env(name: &str) -> Option<OsString> {
+    match name {
+        "HOME" => Some("/home/ada".into()),
+        _ => None,
+    }
+}
+
+fn resolve_with(argv: &[&str], toml: Option<&str>) -> Result<Settings, String> {
+    let file = toml.map(|t| {
+        (
+            parse(t).expect("the file parses"),
+            PathBuf::from("/etc/mcp"),
+        )
+    });
+    resolve(&args(argv), file, &env)
+}
+
+#[test]
+fn the_approval_ledger_comes_from_the_flag_or_the_file_and_must_be_postgres() {
+    assert!(resolve_with(&[], None).unwrap().approval_ledger.is_none());
+    let file = "[server]\napproval_ledger = \"postgres://ledger@db/mcp\"\n";
+    let s = resolve_with(&[], Some(file)).unwrap();
+    assert_eq!(
+        s.approval_ledger,
+        Some((
+            "postgres://ledger@db/mcp".to_owned(),
+            "server.approval_ledger"
+        ))
+    );
+    let s = resolve_with(&["--approval-ledger", "postgresql://x@y/z"], Some(file)).unwrap();
+    assert_eq!(
+        s.approval_ledger,
+        Some(("postgresql://x@y/z".to_owned(), "--approval-ledger"))
+    );
+    let e = resolve_with(&["--approval-ledger", "redis://x"], None).unwrap_err();
+    assert!(e.starts_with("--approval-ledger:"), "{e}");
+    let e = resolve_with(&[], Some("[server]\napproval_ledger = \"x\"\n")).unwrap_err();
+    assert!(e.starts_with("server.approval_ledger:"), "{e}");
+}
+
+#[test]
+fn no_flags_serve_the_sample_on_loopback() {
+    let s = resolve_with(&[], None).unwrap();
+    assert!(!s.stdio);
+    assert_eq!(s.bind.to_string(), DEFAULT_BIND);
+    assert_eq!(s.path, "/mcp");
+    let sample = s.sample.expect("the sample is served");
+    assert_eq!(
+        sample.path(),
+        Path::new("/home/ada/.local/share/mcp-rs/sample.db")
+    );
+    assert!(!sample.config.allow_write);
+    assert_eq!(sample.config.limits, Limits::default());
+    assert!(s.databases.is_empty() && s.roots.is_empty() && s.state_key.is_none());
+}
+
+#[test]
+fn data_dir_precedence() {
+    let xdg = |name: &str| match name {
+        "XDG_DATA_HOME" => Some(OsString::from("/xdg")),
+        "HOME" => Some(OsString::from("/home/ada")),
+        _ => None,
+    };
+    let s = resolve(&args(&[]), None, &xdg).unwrap();
+    assert_eq!(s.sample.unwrap().data_dir, Path::new("/xdg/mcp-rs"));
+    let relative = |name: &str| match name {
+        "XDG_DATA_HOME" => Some(OsString::from("xdg")),
+        "HOME" => Some(OsString::from("/home/ada")),
+        _ => None,
+    };
+    let s = resolve(&args(&[]), None, &relative).unwrap();
+    assert_eq!(
+        s.sample.unwrap().data_dir,
+        Path::new("/home/ada/.local/share/mcp-rs")
+    );
+    let s = resolve(&args(&["--data-dir", "/data"]), None, &xdg).unwrap();
+    assert_eq!(s.sample.unwrap().data_dir, Path::new("/data"));
+    let mcp = |name: &str| match name {
+        "MCP_DATA_DIR" => Some(OsString::from("/mcp-data")),
+        _ => xdg(name),
+    };
+    let s = resolve(&args(&[]), None, &mcp).unwrap();
+    assert_eq!(s.sample.unwrap().data_dir, Path::new("/mcp-data"));
+    let file = (
+        parse("[sample]\ndata_dir = \"d\"\n").unwrap(),
+        PathBuf::from("/etc"),
+    );
+    let s = resolve(&args(&[]), Some(file), &mcp).unwrap();
+    assert_eq!(
+        s.sample.unwrap().data_dir,
+        Path::new("/mcp-data"),
+        "the environment wins over the file"
+    );
+    let s = resolve(&args(&["--data-dir", "/data"]), None, &mcp).unwrap();
+    assert_eq!(
+        s.sample.unwrap().data_dir,
+        Path::new("/data"),
+        "the flag wins"
+    );
+    let empty = |name: &str| match name {
+        "MCP_DATA_DIR" => Some(OsString::new()),
+        _ => xdg(name),
+    };
+    let s = resolve(&args(&[]), None, &empty).unwrap();
+    assert_eq!(
+        s.sample.unwrap().data_dir,
+        Path::new("/xdg/mcp-rs"),
+        "empty is unset"
+    );
+    let file = "[sample]\ndata_dir = \"data\"\n";
+    let s = resolve_with(&[], Some(file)).unwrap();
+    assert_eq!(s.sample.unwrap().data_dir, Path::new("/etc/mcp/data"));
+    let nothing = |_: &str| None;
+    let e = resolve(&args(&[]), None, &nothing).unwrap_err();
+    assert!(e.contains("MCP_DATA_DIR"), "{e}");
+}
+
+#[test]
+fn db_flags() {
+    assert_eq!(
+        split_db_flag("sales=postgres://u@h/db"),
+        (Some("sales"), "postgres://u@h/db")
+    );
+    assert_eq!(
+        split_db_flag("postgres://u@h/db?options=a=b"),
+        (None, "postgres://u@h/db?options=a=b")
+    );
+    assert_eq!(split_db_flag("./a=b.db"), (None, "./a=b.db"));
+    assert_eq!(split_db_flag("app.db"), (None, "app.db"));
+    assert_eq!(split_db_flag("x=sqlite:a.db"), (Some("x"), "sqlite:a.db"));
+
+    let s = resolve_with(&["--db", "app.db"], None).unwrap();
+    assert!(s.sample.is_none(), "a --db turns the sample off");
+    assert_eq!(s.databases[0].name, "main");
+    assert!(matches!(&s.databases[0].target, Target::Sqlite(c) if c.path == Path::new("app.db")));
+
+    let s = resolve_with(
+        &[
+            "--db",
+            "sqlite:///var/a.db",
+            "--db",
+            "pg=postgres://r@127.0.0.1/test",
+            "--sample",
+            "--allow-write",
+            "--max-rows",
+            "5",
+        ],
+        None,
+    )
+    .unwrap();
+    assert!(
+        matches!(&s.databases[0].target, Target::Sqlite(c) if c.path == Path::new("/var/a.db"))
+    );
+    assert!(
+        matches!(&s.databases[1].target, Target::Postgres(c) if c.url == "postgres://r@127.0.0.1/test")
+    );
+    assert!(s.databases.iter().all(|d| d.config.allow_write));
+    assert_eq!(s.databases[1].config.limits.max_rows, 5);
+    let sample = s.sample.expect("--sample keeps the sample");
+    assert!(sample.config.allow_write);
+    assert_eq!(sample.config.limits.max_rows, 5);
+
+    let e = resolve_with(&["--db", "a.db", "--db", "b.db"], None).unwrap_err();
+    assert!(e.contains("more than one database without a name"), "{e}");
+    let e = resolve_with(&["--db", "a=a.db", "--db", "a=b.db"], None).unwrap_err();
+    assert!(e.starts_with("--db a: "), "{e}");
+    let e = resolve_with(&["--db", "x=mysql://u:secret@h/db"], None).unwrap_err();
+    assert!(
+        e.starts_with("--db x: unsupported database URL scheme \"mysql\""),
+        "{e}"
+    );
+    assert!(!e.contains("secret"), "{e}");
+    let e = resolve_with(&["--max-rows", "0"], None).unwrap_err();
+    assert_eq!(e, "--max-rows: must be between 1 and 100000");
+    let e = resolve_with(&["--max-bytes", "10"], None).unwrap_err();
+    assert_eq!(e, "--max-bytes: must be at least 1024");
+}
+
+const FILE: &str = r#"
+[server]
+name = "shop-data"
+instructions = "Answer questions about the shop."
+state_key_file = "state.key"
+
+[http]
+bind = "127.0.0.1:9000"
+path = "/api/mcp"
+allowed_hosts = ["mcp.example.com"]
+allowed_origins = ["https://app.example.com"]
+
+[limits]
+max_rows = 200
+query_timeout = "30s"
+
+[databases.sales]
+url = "postgres://reader@127.0.0.1/sales"
+write_url = "postgres://writer@127.0.0.1/sales"
+allow_write = true
+max_rows = 50
+connections = 2
+
+[databases.local]
+url = "local.db"
+read_connections = 3
+
+[[roots]]
+path = "docs"
+name = "docs"
+
+[files]
+max_file_bytes = 1000
+"#;
+
+#[test]
+fn the_file_and_the_flags() {
+    let s = resolve_with(&[], Some(FILE)).unwrap();
+    assert_eq!(s.name, "shop-data");
+    assert_eq!(s.bind.to_string(), "127.0.0.1:9000");
+    assert_eq!(s.path, "/api/mcp");
+    assert_eq!(s.state_key.unwrap().path, Path::new("/etc/mcp/state.key"));
+    assert!(
+        s.sample.is_none(),
+        "databases in the file turn the sample off"
+    );
+    let names: Vec<&str> = s.databases.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(names, ["local", "sales"]);
+    let (local, sales) = (&s.databases[0], &s.databases[1]);
+    assert!(
+        matches!(&local.target, Target::Sqlite(c) if c.path == Path::new("/etc/mcp/local.db") && c.read_connections == 3)
+    );
+    assert!(!local.config.allow_write);
+    assert_eq!(local.config.limits.max_rows, 200);
+    assert_eq!(local.config.limits.timeout, Duration::from_secs(30));
+    assert!(
+        matches!(&sales.target, Target::Postgres(c) if c.connections == 2 && c.write_url.is_some())
+    );
+    assert!(sales.config.allow_write);
+    assert_eq!(sales.config.limits.max_rows, 50);
+    assert_eq!(s.roots[0].config.path, Path::new("/etc/mcp/docs"));
+    assert_eq!(s.fs_limits.max_file_bytes, 1000);
+
+    // Flags win.
+    let s = resolve_with(
+        &[
+            "--http",
+            "127.0.0.1:9100",
+            "--path",
+            "/x",
+            "--max-rows",
+            "7",
+            "--db",
+            "local=other.db",
+            "--root",
+            "/srv",
+            "--allowed-host",
+            "b.example.com",
+            "--state-key-file",
+            "/k",
+            "--sample",
+        ],
+        Some(FILE),
+    )
+    .unwrap();
+    assert_eq!(s.bind.to_string(), "127.0.0.1:9100");
+    assert_eq!(s.path, "/x");
+    assert!(s.databases.iter().all(|d| d.config.limits.max_rows == 7));
+    let local = s.databases.iter().find(|d| d.name == "local").unwrap();
+    assert_eq!(local.key, "--db local");
+    assert!(matches!(&local.target, Target::Sqlite(c) if c.path == Path::new("other.db")));
+    assert_eq!(s.roots.len(), 2);
+    assert_eq!(s.allowed_hosts, ["mcp.example.com", "b.example.com"]);
+    assert_eq!(s.state_key.unwrap().path, Path::new("/k"));
+    assert!(s.sample.is_some());
+}
+
+#[test]
+fn bad_values_name_their_key() {
+    let cases = [
+        (
+            "[http]\nbind = \"localhost\"\n",
+            "http.bind: invalid socket address \"localhost\"",
+        ),
+        (
+            "[http]\npath = \"mcp\"\n",
+            "http.path: invalid endpoint path",
+        ),
+        (
+            "[http]\nallowed_origins = [\"app.example.com\"]\n",
+            "http.allowed_origins[0]: invalid origin",
+        ),
+        (
+            "[http]\nmax_message = 10\n",
+            "http.max_message: must be at least 1024",
+        ),
+        (
+            "[http]\nread_timeout = \"0s\"\n",
+            "http.read_timeout: must be more than zero",
+        ),
+        (
+            "[limits]\nmax_rows = 0\n",
+            "limits.max_rows: must be between",
+        ),
+        (
+            "[limits]\nquery_timeout = 0\n",
+            "limits.query_timeout: must be more than zero",
+        ),
+        (
+            "[databases.s]\nurl = \"a.db\"\nmax_bytes = 1\n",
+            "databases.s.max_bytes: must be at least 1024",
+        ),
+        (
+            "[databases.s]\nurl = \"mysql://x\"\n",
+            "databases.s.url: unsupported database URL scheme",
+        ),
+        (
+            "[databases.s]\nurl = \"\"\n",
+            "databases.s.url: the database URL is empty",
+        ),
+        (
+            "[databases.s]\nurl = \"a.db\"\nwrite_url = \"b.db\"\n",
+            "databases.s.write_url: only for PostgreSQL",
+        ),
+        (
+            "[databases.s]\nurl = \"postgres://a@b/c\"\nwrite_url = \"b.db\"\n",
+            "databases.s.write_url: must be a postgres:// URL",
+        ),
+        (
+            "[databases.s]\nurl = \"a.db\"\nconnections = 2\n",
+            "databases.s.connections: only for PostgreSQL",
+        ),
+        (
+            "[databases.sample]\nurl = \"a.db\"\n[sample]\nenabled = true\n",
+            "databases.sample: the name",
+        ),
+        ("[server]\nname = \" \"\n", "server.name: must not be empty"),
+        (
+            "[files]\nmax_file_bytes = 0\n",
+            "files.max_file_bytes: must be at least 1",
+        ),
+        ("[sample]\nenabled = false\n", "nothing to serve"),
+        (
+            "[observability]\nmetrics_addr = \"localhost:9090\"\n",
+            "observability.metrics_addr: invalid socket address \"localhost:9090\"",
+        ),
+        (
+            "[observability]\nmetrics = true\nmetrics_path = \"metrics\"\n",
+            "observability.metrics_path: invalid metrics path \"metrics\"",
+        ),
+        (
+            "[observability]\nmetrics_path = \"/m\"\n",
+            "observability.metrics_path: the metrics are off",
+        ),
+        (
+            "[http]\npath = \"/x\"\n[observability]\nmetrics = true\nmetrics_path = \"/x\"\n",
+            "observability.metrics_path: the metrics path \"/x\" is the MCP endpoint's",
+        ),
+    ];
+    for (file, want) in cases {
+        let e = resolve_with(&[], Some(file)).unwrap_err();
+        assert!(e.starts_with(want), "{file}: {e}");
+    }
+}
+
+#[test]
+fn logs_and_metrics() {
+    let s = resolve_with(&[], None).unwrap();
+    assert_eq!(s.log_format, LogFormat::Text);
+    assert!(s.log_arguments.is_none() && s.metrics.is_none() && s.notes.is_empty());
+
+    let s = resolve_with(&["--metrics"], None).unwrap();
+    let m = s.metrics.expect("metrics on");
+    assert_eq!((m.path.as_str(), m.addr), ("/metrics", None));
+    let s = resolve_with(&["--metrics", "--metrics-path", "/m"], None).unwrap();
+    assert_eq!(s.metrics.unwrap().path, "/m");
+    let s = resolve_with(&["--metrics-addr", "127.0.0.1:9090"], None).unwrap();
+    let m = s.metrics.expect("an address turns them on");
+    assert_eq!(
+        m.addr,
+        Some(("127.0.0.1:9090".parse().unwrap(), "--metrics-addr"))
+    );
+    let s = resolve_with(&["--stdio", "--metrics-addr", "127.0.0.1:0"], None).unwrap();
+    assert!(
+        s.metrics.unwrap().addr.is_some(),
+        "an address works on stdio"
+    );
+
+    let e = resolve_with(&["--metrics-path", "/m"], None).unwrap_err();
+    assert!(e.starts_with("--metrics-path: the metrics are off"), "{e}");
+    let e = resolve_with(&["--metrics", "--metrics-path", "m"], None).unwrap_err();
+    assert!(e.starts_with("--metrics-path: invalid metrics path"), "{e}");
+    let e = resolve_with(&["--metrics", "--path", "/metrics"], None).unwrap_err();
+    assert!(e.contains("is the MCP endpoint's"), "{e}");
+    let e = resolve_with(&["--stdio", "--metrics"], None).unwrap_err();
+    assert!(e.starts_with("--metrics: with --stdio"), "{e}");
+    assert!(e.contains("--metrics-addr"), "{e}");
+
+    let file = "[observability]\nlog_format = \"json\"\nlog_arguments = true\n\
+                metrics_addr = \"127.0.0.1:9100\"\nmetrics_path = \"/stats\"\n";
+    let s = resolve_with(&[], Some(file)).unwrap();
+    assert_eq!(s.log_format, LogFormat::Json);
+    assert_eq!(s.log_arguments, Some("observability.log_arguments"));
+    let m = s.metrics.unwrap();
+    assert_eq!(m.path, "/stats");
+    assert_eq!(
+        m.addr,
+        Some((
+            "127.0.0.1:9100".parse().unwrap(),
+            "observability.metrics_addr"
+        ))
+    );
+    // Flags win.
+    let s = resolve_with(
+        &[
+            "--log-format",
+            "text",
+            "--metrics-addr",
+            "127.0.0.1:9200",
+            "--metrics-path",
+            "/p",
+        ],
+        Some(file),
+    )
+    .unwrap();
+    assert_eq!(s.log_format, LogFormat::Text);
+    let m = s.metrics.unwrap();
+    assert_eq!(m.path, "/p");
+    assert_eq!(
+        m.addr,
+        Some(("127.0.0.1:9200".parse().unwrap(), "--metrics-addr"))
+    );
+
+    // Metrics on the HTTP listener, from a file also used with --stdio: not served there,
+    // and said so.
+    let file = "[observability]\nmetrics = true\n";
+    let s = resolve_with(&["--stdio"], Some(file)).unwrap();
+    assert!(s.metrics.is_none());
+    assert!(
+        s.notes[0].starts_with("observability.metrics: not served with --stdio"),
+        "{:?}",
+        s.notes
+    );
+    let s = resolve_with(&[], Some(file)).unwrap();
+    assert_eq!(s.metrics.unwrap().path, "/metrics");
+}
+
+#[test]
+fn the_readme_shows_the_example_file() {
+    let readme = include_str!("../../../../../README.md");
+    let start = readme
+        .find("```toml\n")
+        .expect("a TOML block in the README")
+        + 8;
+    let end = start + readme[start..].find("```").expect("the block ends");
+    assert_eq!(
+        &readme[start..end],
+        include_str!("../../../../../examples/mcp.toml"),
+        "the README's TOML block is examples/mcp.toml"
+    );
+}
+
+#[test]
+fn the_example_file_parses() {
+    let text = include_str!("../../../../../examples/mcp.toml");
+    let file = parse(text).expect("examples/mcp.toml parses");
+    let s = resolve(&args(&[]), Some((file, PathBuf::from("/etc/mcp"))), &env)
+        .expect("examples/mcp.toml is valid");
+    assert!(s.databases.len() >= 2, "{s:?}");
+    assert!(s.sample.is_some() && !s.roots.is_empty() && s.state_key.is_some());
+}
