@@ -76,13 +76,7 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             },
-            Command::Bench(args) => match bench::run(args).await {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("error: {e:#}");
-                    ExitCode::from(3)
-                }
-            },
+            Command::Bench(args) => ExitCode::from(bench::run(args).await),
             Command::Client(verb) => client::run(verb).await,
         }
     });

@@ -14,13 +14,13 @@ use hyper_util::rt::TokioIo;
 use mcp_http::headers::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION};
 use mcp_http::sse::SseParser;
 
+use super::Clock;
 use super::stats::{Stats, check_response};
 use super::workload::Workload;
-use super::{Clock, Phase};
 
 /// Where to send requests.
 pub(crate) struct Target {
-    addr: String,
+    pub(crate) addr: String,
     uri: Uri,
     base: HeaderMap,
 }
@@ -60,10 +60,11 @@ impl Target {
         })
     }
 
-    async fn connect(&self) -> anyhow::Result<http1::SendRequest<Full<Bytes>>> {
-        let stream = tokio::net::TcpStream::connect(&self.addr)
+    pub(crate) async fn connect(&self) -> anyhow::Result<http1::SendRequest<Full<Bytes>>> {
+        let stream = tokio::time::timeout(STALL, tokio::net::TcpStream::connect(&self.addr))
             .await
-            .with_context(|| format!("connecting to {}", self.addr))?;
+            .map_err(|_| anyhow::anyhow!("no answer within {} s", STALL.as_secs()))?
+            .with_context(|| format!("cannot connect to {}", self.addr))?;
         stream.set_nodelay(true)?;
         let (sender, conn) = http1::handshake(TokioIo::new(stream)).await?;
         tokio::spawn(async move {
@@ -73,6 +74,13 @@ impl Target {
     }
 }
 
+/// How long one answer may take before the request counts as timed out and its connection is
+/// dropped.
+const STALL: Duration = Duration::from_secs(30);
+
+/// How long a worker keeps trying to reconnect to a server it has lost before the run ends.
+const GIVE_UP: Duration = Duration::from_secs(5);
+
 /// Runs one connection until the clock says stop.
 pub(crate) async fn worker(
     target: Arc<Target>,
@@ -80,14 +88,27 @@ pub(crate) async fn worker(
     clock: Arc<Clock>,
 ) -> Stats {
     let mut stats = Stats::new();
+    let mut failing_since: Option<Instant> = None;
     'reconnect: loop {
         let mut sender = match target.connect().await {
-            Ok(s) => s,
-            Err(_) => {
-                if clock.phase(Instant::now()) != Phase::Warmup {
-                    stats.error("connect");
+            Ok(s) => {
+                failing_since = None;
+                s
+            }
+            Err(e) => {
+                let now = Instant::now();
+                if !clock.in_warmup(now) {
+                    stats.error(None, "connect", &format_args!("{e:#}"));
                 }
-                if clock.stopped() {
+                let since = *failing_since.get_or_insert(now);
+                if now.duration_since(since) >= GIVE_UP {
+                    clock.abort(format!(
+                        "lost the server: connecting to {} failed for {} s ({e:#})",
+                        target.addr,
+                        GIVE_UP.as_secs()
+                    ));
+                }
+                if clock.stopped() || clock.expired() {
                     break;
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -95,11 +116,11 @@ pub(crate) async fn worker(
             }
         };
         loop {
-            let Some(n) = clock.next() else {
+            let Some(ticket) = clock.next() else {
                 break 'reconnect;
             };
-            let template = workload.pick(n);
-            let id = n + 1;
+            let template = workload.pick(ticket.n);
+            let id = ticket.n + 1;
             let mut request = Request::post(target.uri.clone())
                 .body(Full::new(template.body(id)))
                 .expect("a valid request");
@@ -110,34 +131,36 @@ pub(crate) async fn worker(
                 headers.insert(MCP_NAME, name.clone());
             }
             let start = Instant::now();
-            let outcome = match sender.send_request(request).await {
-                Ok(response) => {
-                    let status = response.status();
-                    let sse = response
-                        .headers()
-                        .get(CONTENT_TYPE)
-                        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
-                    match response.into_body().collect().await {
-                        Ok(body) => Some(classify(status, sse, &body.to_bytes(), id)),
-                        Err(_) => None,
-                    }
-                }
-                Err(_) => None,
-            };
+            let outcome = tokio::time::timeout(STALL, async {
+                let response = sender.send_request(request).await?;
+                let status = response.status();
+                let sse = response
+                    .headers()
+                    .get(CONTENT_TYPE)
+                    .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+                let body = response.into_body().collect().await?.to_bytes();
+                Ok::<_, hyper::Error>((status, sse, body))
+            })
+            .await;
             let took = start.elapsed();
-            let measured = clock.phase(start) == Phase::Measure;
+            let measured = ticket.measured;
+            clock.done(measured);
             match outcome {
-                Some(result) => {
+                Ok(Ok((status, sse, body))) => {
                     if measured {
-                        stats.record(took, result);
+                        stats.record(took, classify(status, sse, &body, id), &body);
                     }
-                    clock.done(measured);
                 }
-                None => {
+                Ok(Err(e)) => {
                     if measured {
-                        stats.record(took, Err("transport".to_owned()));
+                        stats.error(Some(took), "transport", &e);
                     }
-                    clock.done(measured);
+                    continue 'reconnect;
+                }
+                Err(_) => {
+                    if measured {
+                        stats.error(Some(took), "timeout", &"no answer within 30 s");
+                    }
                     continue 'reconnect;
                 }
             }

@@ -71,23 +71,32 @@ pub(crate) struct BenchArgs {
     /// Show the stdio server's stderr.
     #[arg(long)]
     server_stderr: bool,
+    /// The share of measured requests that may fail before the run counts as failed (exit
+    /// non-zero), e.g. `1%` or `0.01`. By default any failure fails the run.
+    #[arg(long, value_name = "SHARE", default_value = "0")]
+    max_errors: String,
 }
 
 /// The run's schedule, shared by every worker.
 pub(crate) struct Clock {
     issued: AtomicU64,
+    /// Requests started in the measured phase; with `--requests` no more than the limit start.
+    measured_issued: AtomicU64,
     measured_done: AtomicU64,
     warmup_end: Instant,
     deadline: Option<Instant>,
     limit: Option<u64>,
     stop: AtomicBool,
+    /// Why the run ended early (a lost server), when it did.
+    abort: std::sync::Mutex<Option<String>>,
     last_done: std::sync::Mutex<Instant>,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Phase {
-    Warmup,
-    Measure,
+/// One request the clock allows: its number, and whether it counts.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ticket {
+    pub(crate) n: u64,
+    pub(crate) measured: bool,
 }
 
 impl Clock {
@@ -96,41 +105,50 @@ impl Clock {
         let warmup_end = start + warmup;
         Clock {
             issued: AtomicU64::new(0),
+            measured_issued: AtomicU64::new(0),
             measured_done: AtomicU64::new(0),
             warmup_end,
             deadline: limit.is_none().then(|| warmup_end + duration),
             limit,
             stop: AtomicBool::new(false),
+            abort: std::sync::Mutex::new(None),
             last_done: std::sync::Mutex::new(warmup_end),
         }
     }
 
-    pub(crate) fn phase(&self, at: Instant) -> Phase {
-        if at < self.warmup_end {
-            Phase::Warmup
-        } else {
-            Phase::Measure
-        }
+    pub(crate) fn in_warmup(&self, at: Instant) -> bool {
+        at < self.warmup_end
     }
 
-    /// The number of the next request, or `None` when the run is over.
-    pub(crate) fn next(&self) -> Option<u64> {
-        if self.stopped() {
+    /// The next request to send, or `None` when the run is over. The phase is decided here, when
+    /// the request is allowed, so that `--requests N` measures exactly N requests however many
+    /// connections race for the last ones.
+    pub(crate) fn next(&self) -> Option<Ticket> {
+        if self.stopped() || self.expired() {
             return None;
         }
-        let now = Instant::now();
-        if self.deadline.is_some_and(|d| now >= d) {
-            self.stop.store(true, Ordering::Relaxed);
-            return None;
-        }
-        if let Some(limit) = self.limit
-            && now >= self.warmup_end
-            && self.measured_done.load(Ordering::Relaxed) >= limit
+        let measured = Instant::now() >= self.warmup_end;
+        if measured
+            && let Some(limit) = self.limit
+            && self.measured_issued.fetch_add(1, Ordering::Relaxed) >= limit
         {
             self.stop.store(true, Ordering::Relaxed);
             return None;
         }
-        Some(self.issued.fetch_add(1, Ordering::Relaxed))
+        Some(Ticket {
+            n: self.issued.fetch_add(1, Ordering::Relaxed),
+            measured,
+        })
+    }
+
+    /// Whether the deadline has passed (and, if so, stops the run). Workers that cannot send (a
+    /// connection that keeps failing) ask this instead of [`Clock::next`].
+    pub(crate) fn expired(&self) -> bool {
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.stop.store(true, Ordering::Relaxed);
+            return true;
+        }
+        false
     }
 
     pub(crate) fn done(&self, measured: bool) {
@@ -142,6 +160,19 @@ impl Clock {
 
     pub(crate) fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Ends the run early, keeping the first reason given.
+    pub(crate) fn abort(&self, reason: String) {
+        let mut slot = self.abort.lock().expect("clock lock");
+        if slot.is_none() {
+            *slot = Some(reason);
+        }
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    fn aborted(&self) -> Option<String> {
+        self.abort.lock().expect("clock lock").clone()
     }
 
     fn window(&self) -> Duration {
@@ -213,16 +244,53 @@ fn progress(clock: Arc<Clock>, total: Duration, hidden: bool) -> ProgressBar {
     bar
 }
 
-pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
-    let workload = Arc::new(workload(&args)?);
-    let clock = Arc::new(Clock::new(args.warmup, args.duration, args.requests));
-    let bar = progress(
-        clock.clone(),
-        args.warmup + args.duration,
-        args.requests.is_some(),
-    );
+/// Runs the benchmark and returns the exit status: 0 when every measured request got the
+/// expected answer (or the failures stayed within `--max-errors`), else that of the most frequent
+/// error class (1 `isError`, 2 a protocol error, 3 a transport error), and 4 for a usage error.
+pub(crate) async fn run(args: BenchArgs) -> u8 {
+    let workload = match workload(&args) {
+        Ok(w) => Arc::new(w),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return crate::client::EXIT_USAGE;
+        }
+    };
+    match measure(&args, workload).await {
+        Ok(report) => {
+            if args.json {
+                match serde_json::to_string_pretty(&report) {
+                    Ok(text) => println!("{text}"),
+                    Err(e) => eprintln!("error: {e}"),
+                }
+            } else {
+                report.print_human();
+            }
+            if let Some(failure) = &report.failure {
+                eprintln!("error: {failure}");
+            }
+            report.exit_code
+        }
+        Err(Setup::Usage(e)) => {
+            eprintln!("error: {e:#}");
+            crate::client::EXIT_USAGE
+        }
+        Err(Setup::Transport(e)) => {
+            eprintln!("error: {e:#}");
+            crate::client::EXIT_TRANSPORT
+        }
+    }
+}
 
-    let (target, concurrency, stats) = if let Some(url) = &args.url {
+/// Why a run could not start.
+enum Setup {
+    Usage(anyhow::Error),
+    Transport(anyhow::Error),
+}
+
+async fn measure(args: &BenchArgs, workload: Arc<workload::Workload>) -> Result<Report, Setup> {
+    let max_error_rate =
+        parse_rate(&args.max_errors).map_err(|e| Setup::Usage(anyhow::anyhow!(e)))?;
+    let (target, concurrency, stats, clock) = if let Some(url) = &args.url {
         let extra = args
             .headers
             .iter()
@@ -230,8 +298,20 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
                 let (k, v) = h.split_once(':').context("--header wants `Name: value`")?;
                 Ok((k.trim().parse()?, v.trim().parse()?))
             })
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        let target = Arc::new(http::Target::parse(url, &extra)?);
+            .collect::<anyhow::Result<Vec<_>>>()
+            .map_err(Setup::Usage)?;
+        let target = Arc::new(http::Target::parse(url, &extra).map_err(Setup::Usage)?);
+        // A server that is not there ends the run at once, before any load is timed.
+        target
+            .connect()
+            .await
+            .map_err(|e| Setup::Transport(anyhow::anyhow!("{e:#}; is the server running?")))?;
+        let clock = Arc::new(Clock::new(args.warmup, args.duration, args.requests));
+        let bar = progress(
+            clock.clone(),
+            args.warmup + args.duration,
+            args.requests.is_some() || args.json,
+        );
         let workers: Vec<_> = (0..args.connections.max(1))
             .map(|_| {
                 tokio::spawn(http::worker(
@@ -243,11 +323,22 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
             .collect();
         let mut total = Stats::new();
         for w in workers {
-            total.merge(w.await.context("a worker failed")?);
+            total.merge(
+                w.await
+                    .context("a worker failed")
+                    .map_err(Setup::Transport)?,
+            );
         }
-        (url.clone(), args.connections.max(1), total)
+        bar.finish_and_clear();
+        (url.clone(), args.connections.max(1), total, clock)
     } else {
         let command = args.stdio.clone().unwrap_or_default();
+        let clock = Arc::new(Clock::new(args.warmup, args.duration, args.requests));
+        let bar = progress(
+            clock.clone(),
+            args.warmup + args.duration,
+            args.requests.is_some() || args.json,
+        );
         let stats = stdio::run(
             &command,
             args.in_flight,
@@ -255,26 +346,45 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
             clock.clone(),
             args.server_stderr,
         )
-        .await?;
-        (format!("stdio: {command}"), args.in_flight.max(1), stats)
+        .await
+        .map_err(Setup::Transport)?;
+        bar.finish_and_clear();
+        (
+            format!("stdio: {command}"),
+            args.in_flight.max(1),
+            stats,
+            clock,
+        )
     };
-    bar.finish_and_clear();
-    let report = Report::new(
+    Ok(Report::new(
         target,
         workload.describe(),
         concurrency,
         &stats,
         clock.window(),
-    );
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        report.print_human();
+        max_error_rate,
+        clock.aborted(),
+    ))
+}
+
+/// `--max-errors`: a share of the measured requests, as a percentage (`0.5%`) or a fraction
+/// (`0.005`).
+fn parse_rate(text: &str) -> Result<f64, String> {
+    let text = text.trim();
+    let (number, scale) = match text.strip_suffix('%') {
+        Some(n) => (n.trim(), 100.0),
+        None => (text, 1.0),
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("--max-errors wants a share such as 1% or 0.01, not {text:?}"))?;
+    let rate = value / scale;
+    if !(0.0..=1.0).contains(&rate) {
+        return Err(format!(
+            "--max-errors must be between 0% and 100%, not {text:?}"
+        ));
     }
-    if report.requests == 0 {
-        bail!("no request completed in the measured window");
-    }
-    Ok(())
+    Ok(rate)
 }
 
 #[cfg(test)]
@@ -295,11 +405,49 @@ mod tests {
     fn a_request_limit_stops_the_clock() {
         let clock = Clock::new(Duration::ZERO, Duration::from_secs(60), Some(3));
         let mut n = 0;
-        while clock.next().is_some() {
+        while let Some(ticket) = clock.next() {
+            assert!(ticket.measured);
             clock.done(true);
             n += 1;
             assert!(n < 10);
         }
         assert_eq!(n, 3);
+    }
+
+    #[test]
+    fn a_request_limit_is_exact_when_requests_overlap() {
+        // Sixteen connections each take a ticket before any answer comes back: only the limit
+        // may be measured, however the answers interleave.
+        let clock = Clock::new(Duration::ZERO, Duration::from_secs(60), Some(5));
+        let tickets: Vec<_> = (0..16).map_while(|_| clock.next()).collect();
+        assert_eq!(tickets.len(), 5);
+        assert!(clock.next().is_none());
+    }
+
+    #[test]
+    fn warmup_requests_are_not_measured_and_do_not_use_the_limit() {
+        let clock = Clock::new(Duration::from_secs(60), Duration::from_secs(1), Some(1));
+        for _ in 0..10 {
+            let ticket = clock.next().expect("warm-up continues");
+            assert!(!ticket.measured);
+        }
+    }
+
+    #[test]
+    fn the_deadline_ends_a_run_that_sends_nothing() {
+        let clock = Clock::new(Duration::ZERO, Duration::from_millis(1), None);
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(clock.expired());
+        assert!(clock.stopped());
+        assert!(clock.next().is_none());
+    }
+
+    #[test]
+    fn error_shares_parse() {
+        assert_eq!(parse_rate("0"), Ok(0.0));
+        assert_eq!(parse_rate("1%"), Ok(0.01));
+        assert_eq!(parse_rate("0.25"), Ok(0.25));
+        assert!(parse_rate("150%").is_err());
+        assert!(parse_rate("lots").is_err());
     }
 }

@@ -9,9 +9,9 @@ use anyhow::Context as _;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, BufWriter};
 use tokio::process::Command;
 
+use super::Clock;
 use super::stats::{Stats, check_response};
 use super::workload::Workload;
-use super::{Clock, Phase};
 
 /// How long one answer may take before the run is declared stuck.
 const STALL: Duration = Duration::from_secs(30);
@@ -44,12 +44,12 @@ pub(crate) async fn run(
     let mut line = Vec::with_capacity(4096);
     loop {
         while pending.len() < in_flight.max(1) {
-            let Some(n) = clock.next() else { break };
-            let id = n + 1;
+            let Some(ticket) = clock.next() else { break };
+            let id = ticket.n + 1;
             let start = Instant::now();
-            stdin.write_all(&workload.pick(n).body(id)).await?;
+            stdin.write_all(&workload.pick(ticket.n).body(id)).await?;
             stdin.write_all(b"\n").await?;
-            pending.insert(id, (start, clock.phase(start) == Phase::Measure));
+            pending.insert(id, (start, ticket.measured));
         }
         stdin.flush().await?;
         if pending.is_empty() {
@@ -73,7 +73,8 @@ pub(crate) async fn run(
             continue;
         };
         if measured {
-            stats.record(start.elapsed(), check_response(trim(&line), id));
+            let answer = trim(&line);
+            stats.record(start.elapsed(), check_response(answer, id), answer);
         }
         clock.done(measured);
     }
