@@ -44,10 +44,16 @@ pub enum SqlError {
         source: std::io::Error,
     },
     /// A PostgreSQL connection or catalog query failed.
-    #[error("PostgreSQL database {database:?}: {source}")]
+    #[error("PostgreSQL {target}(database {database:?}): {message}")]
     Postgres {
         /// The database name given to the adapter.
         database: String,
+        /// `user@host:port/dbname` as configured (never the password), followed by a space; empty
+        /// when the URL itself could not be read.
+        target: String,
+        /// What the server said (role or database missing, password refused, ...), or what the
+        /// connection met (refused at an address, timed out), in words.
+        message: String,
         /// What the driver or server said.
         #[source]
         source: tokio_postgres::Error,

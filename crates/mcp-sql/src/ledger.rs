@@ -48,16 +48,18 @@ impl SharedLedger {
     /// Connects and creates the table if it is missing, so that a bad URL or a missing privilege
     /// is reported at start rather than on the first write.
     pub(crate) async fn connect(url: &str) -> Result<SharedLedger, SqlError> {
-        let error = |source| SqlError::Postgres {
-            database: "approval ledger".to_owned(),
-            source,
-        };
-        let config: Config = url.parse().map_err(error)?;
+        const NAME: &str = "approval ledger";
+        let config: Config = url
+            .parse()
+            .map_err(|e| crate::postgres::errors::setup_error(NAME, None, e))?;
         let ledger = SharedLedger {
             config,
             client: Mutex::new(None),
         };
-        let client = ledger.open().await.map_err(error)?;
+        let client = ledger
+            .open()
+            .await
+            .map_err(|e| crate::postgres::errors::setup_error(NAME, Some(&ledger.config), e))?;
         *ledger.client.lock().await = Some(client);
         Ok(ledger)
     }

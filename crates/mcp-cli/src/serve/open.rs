@@ -132,6 +132,10 @@ fn open_error(key: &str, error: SqlError) -> anyhow::Error {
              example with COPY ... TO PROGRAM); connect as a least-privilege role (see the README, \
              section PostgreSQL)"
         ),
+        // The key names the database already; the target says where it is and as whom.
+        SqlError::Postgres {
+            target, message, ..
+        } => anyhow!("{key}: PostgreSQL {}: {message}", target.trim_end()),
         e => anyhow!("{key}: {e}"),
     }
 }

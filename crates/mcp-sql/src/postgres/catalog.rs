@@ -10,10 +10,7 @@ use crate::output::{ColumnDef, ForeignKey, IndexDef};
 
 /// Refuses a role that could escape a read-only transaction, unless told to accept it.
 pub(super) async fn check_role(pool: &PgPool, database: &str, allow: bool) -> Result<(), SqlError> {
-    let fail = |source| SqlError::Postgres {
-        database: database.to_owned(),
-        source,
-    };
+    let fail = |source| pool.setup_error(database, source);
     let mut conn = pool.get().await.map_err(fail)?;
     let row = conn
         .client()

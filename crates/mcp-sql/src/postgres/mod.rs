@@ -4,6 +4,7 @@
 //! server's cancel request.
 
 mod catalog;
+pub(crate) mod errors;
 mod pool;
 mod types;
 
@@ -71,10 +72,8 @@ pub(crate) struct PgDb {
 }
 
 fn parse(url: &str, database: &str) -> Result<Config, SqlError> {
-    url.parse::<Config>().map_err(|source| SqlError::Postgres {
-        database: database.to_owned(),
-        source,
-    })
+    url.parse::<Config>()
+        .map_err(|source| errors::setup_error(database, None, source))
 }
 
 impl PgDb {
@@ -123,7 +122,7 @@ impl PgDb {
             biased;
             () = cancel.cancelled() => return Err(ExecError::Cancelled),
             () = tokio::time::sleep_until(deadline.into()) => return Err(ExecError::Timeout(limits.timeout)),
-            conn = pool.get() => conn.map_err(|e| ExecError::Unavailable(e.to_string()))?,
+            conn = pool.get() => conn.map_err(|e| ExecError::Unavailable(pool.describe(&e)))?,
         };
         let token = conn.client().cancel_token();
         conn.start();

@@ -93,6 +93,20 @@ impl PgPool {
         }
     }
 
+    /// `error` (from this pool's connections) in words, with the address it was about.
+    pub(crate) fn describe(&self, error: &tokio_postgres::Error) -> String {
+        super::errors::describe(error, &self.shared.config)
+    }
+
+    /// A setup error for the database `database`, from this pool's `error`.
+    pub(crate) fn setup_error(
+        &self,
+        database: &str,
+        error: tokio_postgres::Error,
+    ) -> crate::error::SqlError {
+        super::errors::setup_error(database, Some(&self.shared.config), error)
+    }
+
     /// Opens a new connection and drives it on its own task.
     async fn connect(&self) -> Result<Client, tokio_postgres::Error> {
         let (client, connection) = self.shared.config.connect(NoTls).await?;

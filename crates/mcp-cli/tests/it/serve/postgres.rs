@@ -229,3 +229,46 @@ fn an_unreachable_approval_ledger_is_refused_at_start() {
         run.stderr
     );
 }
+
+#[test]
+fn a_database_that_cannot_be_opened_says_what_the_server_said_and_where() {
+    let scratch = TempDir::new();
+    // A role that does not exist, a database that does not exist, a port where nothing listens.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let refused = format!("connection refused at 127.0.0.1:{closed}");
+    let cases = [
+        (
+            "postgres://nobody_here@127.0.0.1:5432/test".to_owned(),
+            vec![
+                "--db main: PostgreSQL nobody_here@127.0.0.1:5432/test: ",
+                "role \"nobody_here\" does not exist",
+            ],
+        ),
+        (
+            format!(
+                "postgres://{}@127.0.0.1:5432/no_such_database",
+                admin_role()
+            ),
+            vec!["database \"no_such_database\" does not exist"],
+        ),
+        (
+            format!("sales=postgres://{}@127.0.0.1:{closed}/test", admin_role()),
+            vec!["--db sales: PostgreSQL ", &*refused],
+        ),
+    ];
+    for (url, wanted) in &cases {
+        let run = serve_refused(scratch.path(), &["--db", url]);
+        run.expect_code(1);
+        for needle in wanted {
+            assert!(
+                run.stderr.contains(needle),
+                "{needle:?} in:\n{}",
+                run.stderr
+            );
+        }
+        assert!(!run.stderr.contains("db error"), "{}", run.stderr);
+    }
+}
