@@ -210,15 +210,96 @@ pub(crate) fn parse(text: &str) -> Result<FileConfig, String> {
 }
 
 fn describe(text: &str, error: &toml::de::Error) -> String {
-    let message = error.message().trim_end();
+    let message = plain_words(error.message().trim_end());
     let Some(span) = error.span() else {
-        return message.to_owned();
+        return message;
     };
     let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
     match key_at(text, &span) {
-        Some(key) => format!("{key}: {message} (line {line})"),
+        Some(key) => {
+            let hint = if message.contains("expected a sequence") && !key.contains('.') {
+                // `[roots]` opens a table; every entry of a list of tables needs two brackets.
+                format!("; write [[{key}]] (two brackets) before each entry")
+            } else {
+                String::new()
+            };
+            format!("{key}: {message}{hint} (line {line})")
+        }
         None => format!("line {line}: {message}"),
     }
+}
+
+/// Serde names Rust types (`expected usize`); a configuration file has numbers.
+fn plain_words(message: &str) -> String {
+    let mut out = message.to_owned();
+    for ty in ["usize", "u64", "u32", "u16", "u8"] {
+        out = out.replace(
+            &format!("expected {ty}"),
+            "expected a whole number (0 or more)",
+        );
+    }
+    for ty in ["isize", "i64", "i32"] {
+        out = out.replace(&format!("expected {ty}"), "expected a whole number");
+    }
+    out.replace("expected f64", "expected a number")
+}
+
+/// The line of the file where the dotted key `key` (as errors write it: `databases.sales.url`,
+/// `roots[1].path`, `databases."my db".url`) is set, if it is.
+pub(crate) fn line_of(text: &str, key: &str) -> Option<usize> {
+    let doc = DeTable::parse(text).ok()?;
+    let segments = parse_key(key)?;
+    let mut table = doc.get_ref();
+    let mut value: Option<&DeValue<'_>> = None;
+    let mut span = None;
+    for segment in &segments {
+        match segment {
+            Segment::Key(name) => {
+                if let Some(v) = value {
+                    let DeValue::Table(inner) = v else {
+                        return None;
+                    };
+                    table = inner;
+                }
+                let (k, v) = table.iter().find(|(k, _)| k.get_ref().as_ref() == name)?;
+                span = Some(k.span());
+                value = Some(v.get_ref());
+            }
+            Segment::Index(i) => {
+                let Some(DeValue::Array(items)) = value else {
+                    return None;
+                };
+                let item = items.get(*i)?;
+                span = Some(item.span());
+                value = Some(item.get_ref());
+            }
+        }
+    }
+    let span = span?;
+    Some(text[..span.start.min(text.len())].matches('\n').count() + 1)
+}
+
+/// Splits a dotted key as [`key_at`] writes it into its segments.
+fn parse_key(key: &str) -> Option<Vec<Segment>> {
+    let mut out = Vec::new();
+    let mut rest = key;
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix('"') {
+            let end = after.find('"')?;
+            out.push(Segment::Key(after[..end].to_owned()));
+            rest = &after[end + 1..];
+        } else if let Some(after) = rest.strip_prefix('[') {
+            let end = after.find(']')?;
+            out.push(Segment::Index(after[..end].parse().ok()?));
+            rest = &after[end + 1..];
+        } else {
+            let end = rest.find(['.', '[']).unwrap_or(rest.len());
+            out.push(Segment::Key(rest[..end].to_owned()));
+            rest = &rest[end..];
+        }
+        rest = rest.strip_prefix('.').unwrap_or(rest);
+    }
+    Some(out)
 }
 
 /// The dotted key whose name or value covers `span`, the deepest one.
@@ -393,5 +474,37 @@ mod tests {
 
         let e = error("[http\n");
         assert!(e.starts_with("line 1: "), "{e}");
+    }
+
+    #[test]
+    fn errors_speak_of_numbers_not_rust_types() {
+        let e = error("[databases.sales]\nurl = \"x\"\nmax_rows = \"many\"\n");
+        assert!(e.contains("expected a whole number (0 or more)"), "{e}");
+        assert!(!e.contains("usize"), "{e}");
+        let e = error("[limits]\nmax_bytes = -1\n");
+        assert!(e.contains("expected a whole number (0 or more)"), "{e}");
+    }
+
+    #[test]
+    fn a_table_written_for_a_list_of_tables_gets_a_hint() {
+        let e = error("[roots]\npath = \"/srv\"\n");
+        assert!(
+            e.starts_with("roots: invalid type: map, expected a sequence; write [[roots]] (two brackets) before each entry (line 1)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn keys_are_found_back_by_line() {
+        let text = "[http]\nbind = \"127.0.0.1:1\"\n\n[databases.sales]\nurl = \"x\"\nmax_rows = 0\n\n\
+                    [databases.\"my db\"]\nurl = \"y\"\n\n[[roots]]\npath = \"/a\"\n[[roots]]\npath = \"/b\"\n\
+                    [limits]\nmax_rows = 0\n";
+        assert_eq!(line_of(text, "http.bind"), Some(2));
+        assert_eq!(line_of(text, "databases.sales.max_rows"), Some(6));
+        assert_eq!(line_of(text, "databases.\"my db\".url"), Some(9));
+        assert_eq!(line_of(text, "roots[1].path"), Some(14));
+        assert_eq!(line_of(text, "limits.max_rows"), Some(16));
+        assert_eq!(line_of(text, "limits.max_bytes"), None);
+        assert_eq!(line_of(text, "nothing.here"), None);
     }
 }

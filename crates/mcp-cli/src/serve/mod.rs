@@ -67,7 +67,7 @@ pub(crate) struct ServeArgs {
     allowed_origins: Vec<String>,
 
     /// Longest accepted message, in bytes (HTTP body or stdio line) [default: 4194304].
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, value_name = "BYTES", value_parser = whole_number)]
     max_message: Option<usize>,
 
     /// How long a new HTTP connection may stay silent before its first request, and how long a
@@ -91,11 +91,11 @@ pub(crate) struct ServeArgs {
     roots: Vec<PathBuf>,
 
     /// The most rows one call returns, on every database [default: 1000].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = whole_number)]
     max_rows: Option<usize>,
 
     /// The most bytes of row data one call returns, on every database [default: 524288].
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, value_name = "BYTES", value_parser = whole_number)]
     max_bytes: Option<usize>,
 
     /// The longest one statement may run, on every database: seconds, or with a unit (500ms, 30s,
@@ -208,7 +208,16 @@ fn init_logging(settings: &Settings) {
 }
 
 /// Reads and checks the configuration file; errors name the file and the key.
-fn load_file(path: &std::path::Path) -> anyhow::Result<(file::FileConfig, PathBuf)> {
+/// A count or a size given on the command line, in words when it is not one.
+fn whole_number(text: &str) -> Result<usize, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("expected a whole number (0 or more), not {text:?}"))
+}
+
+/// The configuration file, the folder its relative paths start from, and its text (to find the
+/// line of a key that a later check refuses).
+fn load_file(path: &std::path::Path) -> anyhow::Result<((file::FileConfig, PathBuf), String)> {
     let text =
         std::fs::read_to_string(path).map_err(|e| anyhow!("--config {}: {e}", path.display()))?;
     let config = file::parse(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
@@ -217,7 +226,20 @@ fn load_file(path: &std::path::Path) -> anyhow::Result<(file::FileConfig, PathBu
         Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    Ok((config, base))
+    Ok(((config, base), text))
+}
+
+/// An error about a key of the file, with the file's name in front and the key's line after, when
+/// the message does not give it already.
+fn in_file_error(path: &std::path::Path, text: &str, error: &str) -> String {
+    let line = error
+        .split_once(": ")
+        .filter(|_| !error.contains("(line "))
+        .and_then(|(key, _)| file::line_of(text, key));
+    match line {
+        Some(line) => format!("{}: {error} (line {line})", path.display()),
+        None => format!("{}: {error}", path.display()),
+    }
 }
 
 /// Whether a settings error names a key of the file (rather than a flag).
@@ -237,11 +259,14 @@ fn from_file(error: &str) -> bool {
 }
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let file = args.config.as_deref().map(load_file).transpose()?;
+    let (file, text) = match args.config.as_deref().map(load_file).transpose()? {
+        Some((file, text)) => (Some(file), text),
+        None => (None, String::new()),
+    };
     let env = |name: &str| std::env::var_os(name);
-    // An error about a key of the file names the file too.
+    // An error about a key of the file names the file too, and the key's line.
     let in_file = |e: String| match &args.config {
-        Some(path) if from_file(&e) => anyhow!("{}: {e}", path.display()),
+        Some(path) if from_file(&e) => anyhow!(in_file_error(path, &text, &e)),
         _ => anyhow!(e),
     };
     let settings = settings::resolve(&args, file, &env).map_err(in_file)?;

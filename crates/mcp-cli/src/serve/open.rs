@@ -30,7 +30,16 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
     }
     for db in &settings.databases {
         let opened = match &db.target {
-            Target::Sqlite(sqlite) => Database::sqlite(&db.name, sqlite.clone(), db.config.clone()),
+            Target::Sqlite(sqlite) => Database::sqlite(&db.name, sqlite.clone(), db.config.clone())
+                .map_err(|e| match e {
+                    SqlError::Sqlite { .. } => missing_sqlite_file(&db.key, &sqlite.path)
+                        .err()
+                        .map_or(e, |missing| SqlError::Config {
+                            database: db.name.clone(),
+                            reason: missing,
+                        }),
+                    e => e,
+                }),
             Target::Postgres(pg) => {
                 Database::postgres(&db.name, pg.clone(), db.config.clone()).await
             }
@@ -121,6 +130,25 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
 }
 
 /// Why a database could not be opened, naming the flag or key that gave it.
+/// `mcp serve` opens SQLite files that exist and never creates one (a typo in a path would
+/// otherwise serve an empty database): when opening failed because the file is missing, the error
+/// says so with its path, made absolute.
+fn missing_sqlite_file(key: &str, path: &Path) -> Result<(), String> {
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let shown = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+            Err(format!(
+                "{key}: the SQLite file {} does not exist; mcp serve opens existing database \
+                 files and does not create them (check the path, or create the database first, \
+                 e.g. with sqlite3)",
+                shown.display()
+            ))
+        }
+        // Anything else (a directory, no permission) is for SQLite's own message.
+        _ => Ok(()),
+    }
+}
+
 fn open_error(key: &str, error: SqlError) -> anyhow::Error {
     match error {
         // The adapter's own message offers `allow_privileged_role`, which `mcp serve` does not
@@ -136,6 +164,8 @@ fn open_error(key: &str, error: SqlError) -> anyhow::Error {
         SqlError::Postgres {
             target, message, ..
         } => anyhow!("{key}: PostgreSQL {}: {message}", target.trim_end()),
+        // Already in words, key included.
+        SqlError::Config { reason, .. } if reason.starts_with(key) => anyhow!(reason),
         e => anyhow!("{key}: {e}"),
     }
 }

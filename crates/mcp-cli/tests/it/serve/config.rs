@@ -23,10 +23,26 @@ fn bad_configuration_is_refused_with_the_key_named() {
             "[http]\nbnd = \"127.0.0.1:1\"\n",
             "http.bnd: unknown field `bnd`",
         ),
-        ("[limits]\nmax_rows = -1\n", "limits.max_rows: "),
+        (
+            "[limits]\nmax_rows = -1\n",
+            "limits.max_rows: invalid value: integer `-1`, expected a whole number (0 or more) (line 2)",
+        ),
+        (
+            "[limits]\nmax_rows = \"many\"\n",
+            "limits.max_rows: invalid type: string \"many\", expected a whole number (0 or more) (line 2)",
+        ),
+        // A range checked after parsing still names its line.
+        (
+            "[http]\nbind = \"127.0.0.1:0\"\n\n[limits]\nmax_rows = 0\n",
+            "limits.max_rows: must be between 1 and 100000 (line 5)",
+        ),
+        (
+            "[roots]\npath = \"/tmp\"\n",
+            "roots: invalid type: map, expected a sequence; write [[roots]] (two brackets) before each entry (line 1)",
+        ),
         (
             "[databases.local]\nurl = \"missing.db\"\n",
-            "databases.local: SQLite database",
+            "databases.local: the SQLite file /",
         ),
         (
             "[databases.Local]\nurl = \"missing.db\"\n",
@@ -70,7 +86,21 @@ fn bad_configuration_is_refused_with_the_key_named() {
             run.stderr
         );
         assert!(!run.stderr.contains("secret"), "{}", run.stderr);
+        assert!(!run.stderr.contains("usize"), "{}", run.stderr);
     }
+    // A missing SQLite file: its whole path, and that mcp serve does not create it.
+    std::fs::write(&config, "[databases.local]\nurl = \"missing.db\"\n").unwrap();
+    let run = serve_refused(scratch.path(), &["--config", &config_arg]);
+    let missing = scratch.join("missing.db");
+    assert!(
+        run.stderr.contains(&format!(
+            "the SQLite file {} does not exist; mcp serve opens existing database files and does not create them",
+            missing.display()
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(!missing.exists());
 
     // An address already taken: refused at start, naming the key, before anything is served.
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -142,6 +172,14 @@ fn bad_configuration_is_refused_with_the_key_named() {
     let run = serve_refused(scratch.path(), &["--query-timeout", "soon"]);
     run.expect_code(4);
     assert!(run.stderr.contains("invalid duration"), "{}", run.stderr);
+    let run = serve_refused(scratch.path(), &["--max-rows=-1"]);
+    run.expect_code(4);
+    assert!(
+        run.stderr
+            .contains("expected a whole number (0 or more), not \"-1\""),
+        "{}",
+        run.stderr
+    );
 }
 
 /// The example file is valid as shipped, apart from what it names on a real system: its
