@@ -22,6 +22,13 @@ use crate::{Principal, Server};
 pub trait NotificationSink: Send + Sync {
     /// Queues one message for delivery before the request's final response.
     fn send(&self, message: Vec<u8>);
+
+    /// Queues a server-to-client request of a handshake-era session (elicitation, sampling,
+    /// roots), which unlike a progress or log notification must not be dropped when the client is
+    /// slow: the request waits for its answer. By default the same as [`send`](Self::send).
+    fn send_request(&self, message: Vec<u8>) {
+        self.send(message);
+    }
 }
 
 impl<F: Fn(Vec<u8>) + Send + Sync> NotificationSink for F {

@@ -37,6 +37,7 @@ mod context;
 mod error;
 mod handler;
 mod hub;
+mod legacy;
 mod methods;
 mod mrtr;
 pub mod observe;
@@ -55,6 +56,7 @@ pub use handler::{
     ToolHandler, ToolResult,
 };
 pub use hub::ListenStream;
+pub use legacy::{Eras, LEGACY_VERSIONS, LegacyNotifications, LegacySession, TrackGuard};
 pub use mrtr::{KeyTooShort, MIN_KEY_LEN, StateError, StateSealer};
 pub use observe::{Metrics, RequestLog, RequestObserver, RequestProbe};
 pub use principal::Principal;

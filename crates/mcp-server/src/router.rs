@@ -39,6 +39,9 @@ pub struct Prepared<'a> {
     /// arguments), raw, read in that same pass so that the call does not decode the params (and
     /// skip over `_meta`) a second time.
     pub(crate) call: CallFields<'a>,
+    /// A handshake-era request (it carries no modern `_meta`): served on a legacy session, whose
+    /// negotiated version and capabilities fill in `meta` before dispatch.
+    pub(crate) legacy: bool,
 }
 
 /// `arguments`, `inputResponses` and `requestState` as they arrived (a JSON `null` included).
@@ -67,7 +70,7 @@ impl CallFields<'_> {
         Ok(())
     }
 
-    fn into_owned(self) -> CallFields<'static> {
+    pub(crate) fn into_owned(self) -> CallFields<'static> {
         let own = |raw: Option<Cow<'_, RawValue>>| raw.map(|r| Cow::Owned(r.into_owned()));
         CallFields {
             arguments: own(self.arguments),
@@ -87,7 +90,14 @@ impl Prepared<'_> {
             meta: self.meta,
             name: self.name.map(|n| Cow::Owned(n.into_owned())),
             call: self.call.into_owned(),
+            legacy: self.legacy,
         }
+    }
+
+    /// Whether this is a handshake-era request, to be served on a legacy session
+    /// ([`Server::legacy_dispatch`]).
+    pub fn is_legacy(&self) -> bool {
+        self.legacy
     }
 
     /// Whether the request may get notifications before its result (it carries a `progressToken` or
@@ -113,10 +123,17 @@ impl Prepared<'_> {
 pub enum Incoming<'a> {
     /// A request to dispatch.
     Request(Prepared<'a>),
+    /// A request without the modern `_meta` envelope, from a handshake-era client: the transport
+    /// serves it on the client's legacy session ([`Server::legacy_dispatch`]), starts one if it is
+    /// `initialize` ([`Server::legacy_initialize`]), or refuses it without a session
+    /// ([`Server::without_session`]). Only a server that serves both eras produces these.
+    Legacy(Prepared<'a>),
     /// A notification; the server never answers these.
     Notification(Notification<'a>),
-    /// A JSON-RPC response sent by the client. Clients never send responses in 2026-07-28.
-    Response,
+    /// A JSON-RPC response sent by the client: in 2026-07-28 clients never send one, but a
+    /// handshake-era client answers the server's requests (elicitation, sampling, roots) this way.
+    /// Hand it to [`Server::deliver_response`].
+    Response(mcp_jsonrpc::Response<'a>),
     /// A message refused before dispatch; send this error.
     Rejected(ReplyMessage),
 }
@@ -301,6 +318,28 @@ fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
         .map(Cow::Owned)
 }
 
+/// `params.name` (`tools/call`, `prompts/get`) or `params.uri` (`resources/read`).
+fn call_name<'a>(method: &str, probe: &MetaProbe<'a>) -> Option<Cow<'a, str>> {
+    match method {
+        "tools/call" | "prompts/get" => probe.name.and_then(raw_str),
+        "resources/read" => probe.uri.and_then(raw_str),
+        _ => None,
+    }
+}
+
+/// The MRTR fields of the three methods that take them.
+fn call_fields<'a>(method: &str, probe: &MetaProbe<'a>) -> CallFields<'a> {
+    if matches!(method, "tools/call" | "prompts/get" | "resources/read") {
+        CallFields {
+            arguments: probe.arguments.map(Cow::Borrowed),
+            input_responses: probe.input_responses.map(Cow::Borrowed),
+            request_state: probe.request_state.map(Cow::Borrowed),
+        }
+    } else {
+        CallFields::default()
+    }
+}
+
 impl Server {
     /// Decodes one message and checks its envelope and `_meta`.
     pub fn prepare<'a>(&self, bytes: &'a [u8]) -> Incoming<'a> {
@@ -318,7 +357,7 @@ impl Server {
                 return Incoming::Rejected(error_reply(e.id.as_ref(), &e.error, true));
             }
             Ok(Message::Notification(n)) => return Incoming::Notification(n),
-            Ok(Message::Response(_)) => return Incoming::Response,
+            Ok(Message::Response(r)) => return Incoming::Response(r),
             Ok(Message::Request(r)) => r,
         };
         probe.set_request(&request.id, &request.method);
@@ -340,12 +379,27 @@ impl Server {
             },
         };
         let meta = probe.meta.take();
+        let modern = meta.as_ref().is_some_and(|m| m.protocol_version.is_some());
 
-        // spec 2026-07-28 (DIGEST §7.4): a legacy `initialize` has no modern `_meta`; answer with the
-        // versions we speak so an old client learns why, rather than with a bare -32602.
-        if request.method == "initialize"
-            && meta.as_ref().is_none_or(|m| m.protocol_version.is_none())
-        {
+        // A request without the modern envelope comes from a handshake-era client: a dual-era
+        // server serves it on a legacy session (spec basic/versioning, DIGEST §7.4).
+        if !modern && self.serves_legacy() {
+            let name = call_name(&request.method, &probe);
+            let call = call_fields(&request.method, &probe);
+            return Incoming::Legacy(Prepared {
+                id: request.id,
+                method: request.method,
+                params: request.params.map(Cow::Borrowed),
+                meta: meta.unwrap_or_default(),
+                name,
+                call,
+                legacy: true,
+            });
+        }
+
+        // spec 2026-07-28 (DIGEST §7.4): a modern-only server answers a legacy `initialize` with
+        // the versions it speaks so an old client learns why, rather than with a bare -32602.
+        if request.method == "initialize" && !modern {
             let requested = probe
                 .protocol_version
                 .and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
@@ -386,23 +440,8 @@ impl Server {
             )));
         }
 
-        let name = match request.method.as_ref() {
-            "tools/call" | "prompts/get" => probe.name.and_then(raw_str),
-            "resources/read" => probe.uri.and_then(raw_str),
-            _ => None,
-        };
-        let call = if matches!(
-            request.method.as_ref(),
-            "tools/call" | "prompts/get" | "resources/read"
-        ) {
-            CallFields {
-                arguments: probe.arguments.map(Cow::Borrowed),
-                input_responses: probe.input_responses.map(Cow::Borrowed),
-                request_state: probe.request_state.map(Cow::Borrowed),
-            }
-        } else {
-            CallFields::default()
-        };
+        let name = call_name(&request.method, &probe);
+        let call = call_fields(&request.method, &probe);
         Incoming::Request(Prepared {
             id: request.id,
             method: request.method,
@@ -410,6 +449,7 @@ impl Server {
             meta,
             name,
             call,
+            legacy: false,
         })
     }
 
@@ -419,13 +459,15 @@ impl Server {
     /// response format (HTTP answers these with 400 and 404 even when it would stream).
     pub fn precheck(&self, req: &Prepared<'_>) -> Option<ReplyMessage> {
         let version = req.protocol_version();
-        if !self.supported_versions().contains(&version) {
+        // A legacy request's version was negotiated at `initialize`.
+        if !req.legacy && !self.supported_versions().contains(&version) {
             let e = ErrorObject::unsupported_protocol_version(self.supported_versions(), version);
             return Some(error_reply(Some(&req.id), &e, true));
         }
         let registry = self.inner.registry.load();
         let known = match req.method.as_ref() {
-            "server/discover" | "subscriptions/listen" => true,
+            // Neither exists in the handshake era.
+            "server/discover" | "subscriptions/listen" => !req.legacy,
             "tools/list" | "tools/call" => registry.has_tools(),
             "resources/list" | "resources/templates/list" | "resources/read" => {
                 registry.has_resources()
@@ -531,8 +573,16 @@ impl Server {
                 probe.notification(&n.method);
                 None
             }
-            Incoming::Response => {
+            Incoming::Legacy(req) => {
+                // Without a session (this convenience keeps none), a legacy request is refused as
+                // a modern one without its envelope would be.
+                let reply = self.without_session(&req);
+                probe.finish(reply.outcome);
+                Some(Reply::Message(reply))
+            }
+            Incoming::Response(response) => {
                 probe.dismiss();
+                self.deliver_response(&response, None);
                 None
             }
         }

@@ -35,6 +35,9 @@ pub struct ServerConfig {
     pub state_ttl: Duration,
     /// How many listen notifications may queue for a slow listener before it is told to re-list.
     pub listen_buffer: usize,
+    /// Which protocol eras are served: both by default (handshake-era hosts start a session with
+    /// `initialize`), or 2026-07-28 only.
+    pub eras: crate::legacy::Eras,
 }
 
 impl Default for ServerConfig {
@@ -47,6 +50,7 @@ impl Default for ServerConfig {
             cache_scope: CacheScope::Public,
             state_ttl: Duration::from_secs(600),
             listen_buffer: 256,
+            eras: crate::legacy::Eras::Both,
         }
     }
 }
@@ -67,6 +71,8 @@ pub(crate) struct Inner {
     /// Every observer as one; `None` keeps probes empty.
     observer: Option<Arc<dyn RequestObserver>>,
     metrics: Option<Metrics>,
+    /// Server-to-client requests of legacy sessions waiting for their answers.
+    pub(crate) outbound: crate::legacy::Outbound,
 }
 
 /// A running MCP server: the shared registry plus everything a transport needs to serve requests.
@@ -428,6 +434,7 @@ impl ServerBuilder {
                 shutdown: CancellationToken::new(),
                 observer,
                 metrics: self.metrics,
+                outbound: crate::legacy::Outbound::default(),
             }),
         })
     }

@@ -12,6 +12,7 @@
 //! assert!(server.tools().iter().any(|t| t.name == "test_simple_text"));
 //! ```
 
+mod asks;
 mod mrtr;
 mod prompts;
 mod resources;
@@ -43,6 +44,7 @@ pub fn build_server() -> Result<Server, BuildError> {
         );
     let builder = tools::register(builder);
     let builder = mrtr::register(builder);
+    let builder = asks::register(builder);
     let builder = resources::register(builder);
     let builder = prompts::register(builder);
     builder.build()

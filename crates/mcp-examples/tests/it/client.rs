@@ -58,6 +58,9 @@ pub struct Fixture {
     pub log: Vec<Value>,
     eof: bool,
     next_id: i64,
+    /// Set once the test has sent `initialize`: the process then speaks the handshake era, whose
+    /// results carry no `resultType` and whose server sends requests of its own.
+    legacy: bool,
 }
 
 /// What a fixture left behind once its input was closed and it exited.
@@ -106,6 +109,7 @@ impl Fixture {
             log: Vec::new(),
             eof: false,
             next_id: 0,
+            legacy: false,
         }
     }
 
@@ -226,8 +230,17 @@ impl Fixture {
     }
 
     fn record(&mut self, message: Value) {
-        check_invariants(&message);
+        if self.legacy {
+            check_legacy_invariants(&message);
+        } else {
+            check_invariants(&message);
+        }
         self.log.push(message);
+    }
+
+    /// From now on, messages are checked against the handshake era's rules.
+    pub fn speak_legacy(&mut self) {
+        self.legacy = true;
     }
 
     /// Closes the server's stdin, reads everything up to end of output, and waits for it to exit.
@@ -320,6 +333,22 @@ pub fn text(response: &Value) -> String {
 
 /// What every message from a 2026-07-28 server must look like, whatever the test.
 #[track_caller]
+/// The handshake era: JSON-RPC 2.0, and results without the 2026-07-28 `resultType`.
+fn check_legacy_invariants(m: &Value) {
+    assert_eq!(m["jsonrpc"], "2.0", "{m}");
+    if let Some(result) = m.get("result")
+        && m.get("method").is_none()
+    {
+        let modern = result.get("resultType").is_some();
+        let discover = result.get("supportedVersions").is_some();
+        // Only answers to requests with the modern envelope carry it.
+        assert!(
+            !modern || discover || result["_meta"][SERVER_INFO].is_object(),
+            "{m}"
+        );
+    }
+}
+
 fn check_invariants(m: &Value) {
     let Some(obj) = m.as_object() else {
         panic!("the server wrote something that is not a JSON object: {m}");

@@ -120,26 +120,6 @@ async fn an_unsupported_version_is_refused_with_the_supported_list() {
 }
 
 #[tokio::test]
-async fn a_legacy_initialize_learns_the_supported_versions() {
-    let mut server = Fixture::start().await;
-    let initialize = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "legacy", "version": "1.0.0"}
-        }
-    });
-    server.send(&initialize).await;
-    let response = server.response(1).await;
-    assert_eq!(
-        error(&response, -32022)["data"],
-        json!({"supported": [VERSION], "requested": "2025-11-25"})
-    );
-    server.finish().await;
-}
-
-#[tokio::test]
 async fn removed_and_unknown_methods_are_not_found() {
     let mut server = Fixture::start().await;
     // spec 2026-07-28 (DIGEST §4.5): with a valid modern _meta, the handshake-era methods are gone.

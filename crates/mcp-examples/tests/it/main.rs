@@ -5,6 +5,8 @@
 //! revision (JSON-RPC 2.0, no server requests, `resultType` and `serverInfo` on every result, a
 //! string or integer `id`), so each test also checks those for everything it provokes.
 //!
+//! `legacy` speaks the handshake era (2025-11-25 and before) to the same process.
+//!
 //! `interop` runs the official SDKs' clients (TypeScript v2, Python) against `interop-server` over
 //! stdio and HTTP; it needs the peers from `scripts/peers-install`.
 
@@ -12,6 +14,7 @@ mod client;
 mod envelope;
 mod framing;
 mod interop;
+mod legacy;
 mod listen;
 mod mrtr;
 mod prompts;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::Stream;
 use http_body::{Body, Frame, SizeHint};
-use mcp_server::ListenStream;
+use mcp_server::{LegacyNotifications, ListenStream};
 use tokio::sync::mpsc;
 use tokio::time::{Interval, MissedTickBehavior};
 use tokio_util::sync::DropGuard;
@@ -48,6 +48,12 @@ struct SseBody {
 enum Source {
     Events(mpsc::Receiver<Event>, Option<Event>),
     Listen(ListenStream),
+    /// The GET stream of a handshake-era session.
+    Session {
+        stream: LegacyNotifications,
+        /// Counts the stream as open while it lives.
+        _open: super::legacy::StreamGuard,
+    },
 }
 
 impl std::fmt::Debug for McpBody {
@@ -96,6 +102,22 @@ impl McpBody {
         Self::sse(Source::Listen(stream), keep_alive, None)
     }
 
+    /// A legacy session's GET stream; `guard` counts it as open for as long as it lives.
+    pub(crate) fn session(
+        stream: LegacyNotifications,
+        guard: super::legacy::StreamGuard,
+        keep_alive: Option<Duration>,
+    ) -> Self {
+        Self::sse(
+            Source::Session {
+                stream,
+                _open: guard,
+            },
+            keep_alive,
+            None,
+        )
+    }
+
     fn sse(source: Source, keep_alive: Option<Duration>, cancel: Option<DropGuard>) -> Self {
         let keep_alive = keep_alive.filter(|d| !d.is_zero()).map(|period| {
             let mut interval =
@@ -134,6 +156,9 @@ impl SseBody {
                 }))
             }
             Source::Listen(stream) => {
+                Poll::Ready(ready!(Pin::new(stream).poll_next(cx)).map(|m| (m, false)))
+            }
+            Source::Session { stream, .. } => {
                 Poll::Ready(ready!(Pin::new(stream).poll_next(cx)).map(|m| (m, false)))
             }
         }

@@ -15,6 +15,7 @@
 
 mod body;
 mod h1;
+mod legacy;
 mod metrics;
 mod policy;
 mod serve;
@@ -40,6 +41,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use body::McpBody;
+pub use legacy::LegacyMode;
 pub use metrics::MetricsService;
 pub use policy::OriginPolicy;
 pub use serve::{ServeError, serve, serve_metrics, serve_with_shutdown, shutdown_signal};
@@ -77,6 +79,13 @@ pub struct HttpConfig {
     /// text format, behind the same Host/Origin policy; `None` (the default) serves none. It must
     /// differ from [`path`](Self::path). To serve them on another address, use [`MetricsService`].
     pub metrics_path: Option<String>,
+    /// How handshake-era clients are served, when the server serves them
+    /// ([`mcp_server::Eras::Both`]): with `Mcp-Session-Id` sessions (the default) or statelessly.
+    pub legacy: LegacyMode,
+    /// The most legacy sessions kept at once; `initialize` gets 503 beyond it.
+    pub max_sessions: usize,
+    /// How long a legacy session may go unused (no request, no open GET stream) before it ends.
+    pub session_idle: Duration,
 }
 
 impl Default for HttpConfig {
@@ -90,6 +99,9 @@ impl Default for HttpConfig {
             drain: Duration::from_secs(10),
             first_bytes_timeout: Duration::from_secs(30),
             metrics_path: None,
+            legacy: LegacyMode::Sessions,
+            max_sessions: 10_000,
+            session_idle: Duration::from_secs(30 * 60),
         }
     }
 }
@@ -106,6 +118,14 @@ pub struct McpService {
 struct Shared {
     server: Server,
     config: HttpConfig,
+    /// Legacy sessions ([`LegacyMode::Sessions`]).
+    sessions: legacy::Sessions,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        self.sessions.close_all();
+    }
 }
 
 impl std::fmt::Debug for McpService {
@@ -129,7 +149,11 @@ impl McpService {
             );
         }
         McpService {
-            inner: Arc::new(Shared { server, config }),
+            inner: Arc::new(Shared {
+                server,
+                config,
+                sessions: legacy::Sessions::default(),
+            }),
         }
     }
 
@@ -141,6 +165,11 @@ impl McpService {
     /// The endpoint's settings.
     pub fn config(&self) -> &HttpConfig {
         &self.inner.config
+    }
+
+    /// How many legacy sessions are live.
+    pub fn legacy_sessions(&self) -> usize {
+        self.inner.sessions.len()
     }
 
     /// Answers one HTTP request.
@@ -199,6 +228,9 @@ impl McpService {
             return refuse(probe, StatusCode::FORBIDDEN, &why);
         }
         if parts.method != Method::POST {
+            if let Some(response) = self.legacy_get_or_delete(probe, &parts) {
+                return response;
+            }
             let mut response = refuse(
                 probe,
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -250,17 +282,24 @@ impl McpService {
         let server = &self.inner.server;
         let prepared = match server.prepare_observed(&bytes, probe) {
             Incoming::Request(p) => p,
+            Incoming::Legacy(p) => return self.serve_legacy(probe, parts, p).await,
             Incoming::Rejected(reply) => return answer(probe, reply),
             // spec 2026-07-28 streamable-http: an accepted notification gets 202 with no body.
             Incoming::Notification(n) => {
                 probe.notification(&n.method);
+                self.legacy_notification(&parts.headers, &n.method, n.params);
                 return plain(StatusCode::ACCEPTED);
             }
-            Incoming::Response => {
+            // A handshake-era client answering the server's request: 202, as that era does.
+            Incoming::Response(r) if self.legacy_response(&parts.headers, &r) => {
+                probe.dismiss();
+                return plain(StatusCode::ACCEPTED);
+            }
+            Incoming::Response(_) => {
                 return refuse(
                     probe,
                     StatusCode::BAD_REQUEST,
-                    "clients do not send JSON-RPC responses in 2026-07-28",
+                    "a JSON-RPC response is accepted only as the answer to a request of this server",
                 );
             }
         };

@@ -20,7 +20,7 @@ use tokio_util::task::TaskTracker;
 use crate::context::NotificationSink;
 use crate::observe::Transport;
 use crate::router::{Incoming, Reply, RequestIo, error_reply};
-use crate::{Principal, Server};
+use crate::{LegacySession, Principal, Server};
 
 /// Settings for a stdio (or other byte-stream) connection.
 #[derive(Clone, Debug)]
@@ -71,12 +71,16 @@ where
         close: server.shutdown_token().child_token(),
         tracker: TaskTracker::new(),
         principal: config.principal.clone(),
+        session: Mutex::new(None),
     };
 
     let read_result = read_loop(&conn, reader, config.max_line).await;
 
     // End of input: listen streams end gracefully, requests in flight finish, then the writer drains.
     conn.close.cancel();
+    if let Some(session) = conn.session.lock().expect("session lock").take() {
+        session.close();
+    }
     conn.tracker.close();
     conn.tracker.wait().await;
     drop(conn);
@@ -93,6 +97,9 @@ struct Connection {
     close: CancellationToken,
     tracker: TaskTracker,
     principal: Principal,
+    /// The handshake-era session `initialize` opened on this connection, if any: requests without
+    /// the modern `_meta` envelope are served on it (spec basic/versioning, dual-era).
+    session: Mutex<Option<LegacySession>>,
 }
 
 async fn write_loop<W: AsyncWrite + Unpin>(
@@ -174,9 +181,44 @@ impl NotificationSink for Sink {
             tracing::debug!("stdio output queue full; dropped a notification");
         }
     }
+
+    fn send_request(&self, message: Vec<u8>) {
+        // A request waits for its answer, so it is never dropped: when the queue is full it is
+        // queued from a task of its own.
+        if let Err(mpsc::error::TrySendError::Full(message)) = self.0.try_send(message) {
+            let out = self.0.clone();
+            tokio::spawn(async move {
+                let _ = out.send(message).await;
+            });
+        }
+    }
 }
 
 impl Connection {
+    /// Forwards a legacy session's change notifications to the output until the session or the
+    /// connection ends.
+    fn pump(&self, session: LegacySession) {
+        let mut notifications = session.notifications(&self.server);
+        let out = self.out.clone();
+        let close = self.close.clone();
+        self.tracker.spawn(async move {
+            loop {
+                tokio::select! {
+                    biased;
+                    () = close.cancelled() => break,
+                    item = notifications.next() => match item {
+                        Some(message) => {
+                            if out.send(message).await.is_err() {
+                                break;
+                            }
+                        }
+                        None => break,
+                    },
+                }
+            }
+        });
+    }
+
     async fn send(&self, message: Vec<u8>) {
         // The writer only stops when stdout is gone; nothing can be delivered then.
         let _ = self.out.send(message).await;
@@ -190,19 +232,57 @@ impl Connection {
             return;
         }
         let mut probe = self.server.probe(Transport::Stdio);
-        let prepared = match self.server.prepare_observed(&line, &mut probe) {
-            Incoming::Request(req) => req.into_owned(),
+        let session = self.session.lock().expect("session lock").clone();
+        let (prepared, session) = match self.server.prepare_observed(&line, &mut probe) {
+            Incoming::Request(req) => (req.into_owned(), None),
+            Incoming::Legacy(req) if req.method == "initialize" => {
+                // Every `initialize` starts a session, replacing the one before it (a host that
+                // probed with `server/discover` may still send it, and is served as legacy from
+                // then on).
+                let reply = match self.server.legacy_initialize(&req) {
+                    Ok((reply, session)) => {
+                        let old = self
+                            .session
+                            .lock()
+                            .expect("session lock")
+                            .replace(session.clone());
+                        if let Some(old) = old {
+                            old.close();
+                        }
+                        self.pump(session);
+                        reply
+                    }
+                    Err(reply) => reply,
+                };
+                probe.finish(reply.outcome);
+                return self.send(reply.body).await;
+            }
+            Incoming::Legacy(req) => match session {
+                Some(session) => (req.into_owned(), Some(session)),
+                None => {
+                    let reply = self.server.without_session(&req);
+                    probe.finish(reply.outcome);
+                    return self.send(reply.body).await;
+                }
+            },
             Incoming::Rejected(reply) => {
                 probe.finish(reply.outcome);
                 return self.send(reply.body).await;
             }
-            Incoming::Response => {
+            Incoming::Response(response) => {
                 probe.dismiss();
-                tracing::debug!("ignored a JSON-RPC response from the client");
+                if !self.server.deliver_response(&response, session.as_ref()) {
+                    tracing::debug!("ignored a JSON-RPC response that answers nothing asked");
+                }
                 return;
             }
             Incoming::Notification(n) => {
                 probe.notification(&n.method);
+                if let Some(session) = &session
+                    && n.method == "notifications/initialized"
+                {
+                    session.notification(&n.method, n.params);
+                }
                 if n.method == "notifications/cancelled"
                     && let Some(params) = n.params
                     && let Ok(CancelParams {
@@ -252,7 +332,12 @@ impl Connection {
             let reply = tokio::select! {
                 biased;
                 () = cancel.cancelled() => None,
-                reply = server.dispatch(prepared, io) => Some(reply),
+                reply = async {
+                    match &session {
+                        Some(session) => server.legacy_dispatch(session, prepared, io).await,
+                        None => server.dispatch(prepared, io).await,
+                    }
+                } => Some(reply),
             };
             match reply {
                 None => probe.cancelled(),

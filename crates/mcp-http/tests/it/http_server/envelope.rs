@@ -340,8 +340,12 @@ async fn unknown_and_removed_methods_are_404() {
 /// A legacy `initialize` (no modern `_meta`, no modern headers) learns which versions the server
 /// speaks: 400 / -32022 with `requested` = its `params.protocolVersion`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_legacy_initialize_is_told_the_supported_versions() {
-    let srv = TestServer::start().await;
+async fn a_legacy_initialize_is_told_the_supported_versions_by_a_modern_only_server() {
+    let srv = TestServer::start_with(
+        super::fixture::modern_only_server,
+        super::harness::test_config(),
+    )
+    .await;
     let initialize = json!({
         "jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {
@@ -365,4 +369,5 @@ async fn a_legacy_initialize_is_told_the_supported_versions() {
         )
         .await;
     reply.error(StatusCode::BAD_REQUEST, -32022, Some(json!(0)));
+    assert!(reply.headers.get("mcp-session-id").is_none());
 }

@@ -226,6 +226,17 @@ pub fn full_server(probes: Arc<Probes>) -> Server {
         .expect("the fixture server builds")
 }
 
+/// [`full_server`] serving 2026-07-28 only (`initialize` is refused with -32022).
+pub fn modern_only_server(probes: Arc<Probes>) -> Server {
+    full_builder(probes)
+        .config(mcp_server::ServerConfig {
+            eras: mcp_server::Eras::ModernOnly,
+            ..Default::default()
+        })
+        .build()
+        .expect("the fixture server builds")
+}
+
 /// [`full_server`]'s builder, for tests that add to it.
 pub fn full_builder(probes: Arc<Probes>) -> ServerBuilder {
     let slow_probes = probes.clone();

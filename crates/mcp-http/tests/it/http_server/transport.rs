@@ -16,20 +16,42 @@ fn discover(id: i64) -> Post {
 /// `Allow: POST`, whatever legacy headers they carry.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_and_delete_are_405_with_allow_post() {
-    let srv = TestServer::start().await;
+    // Without a session to name, and on a modern-only server with one named: 405, as a modern
+    // endpoint answers (DIGEST §7.4).
+    let dual = TestServer::start().await;
+    let modern = TestServer::start_with(
+        super::fixture::modern_only_server,
+        super::harness::test_config(),
+    )
+    .await;
+    for (srv, session) in [(&dual, None), (&modern, Some("legacy-session-1"))] {
+        for method in [Method::GET, Method::DELETE] {
+            let mut post = Post::bare("")
+                .method(method.clone())
+                .without("content-type")
+                .header("Accept", "text/event-stream")
+                .header("Last-Event-ID", "42");
+            if let Some(id) = session {
+                post = post.header("Mcp-Session-Id", id);
+            }
+            let reply = srv.send(&post).await;
+            reply.refused(StatusCode::METHOD_NOT_ALLOWED);
+            assert_eq!(reply.headers["allow"], "POST", "{method}");
+        }
+    }
+    // A dual-era server keeps handshake-era sessions: an unknown one is 404 (2025-11-25
+    // streamable-http), so that the client initializes again.
     for method in [Method::GET, Method::DELETE] {
-        let reply = srv
+        let reply = dual
             .send(
                 &Post::bare("")
                     .method(method.clone())
                     .without("content-type")
                     .header("Accept", "text/event-stream")
-                    .header("Mcp-Session-Id", "legacy-session-1")
-                    .header("Last-Event-ID", "42"),
+                    .header("Mcp-Session-Id", "legacy-session-1"),
             )
             .await;
-        reply.refused(StatusCode::METHOD_NOT_ALLOWED);
-        assert_eq!(reply.headers["allow"], "POST", "{method}");
+        reply.refused(StatusCode::NOT_FOUND);
     }
 }
 

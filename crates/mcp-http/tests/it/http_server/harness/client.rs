@@ -270,7 +270,19 @@ impl Client {
 
     /// Sends `post` and returns once the response head arrives.
     pub async fn open(&mut self, post: &Post) -> Response<Incoming> {
-        let response = match &mut self.sender {
+        let response = self.open_any(post).await;
+        // spec 2026-07-28 streamable-http: a modern server never mints or echoes a session id.
+        assert!(
+            !response.headers().contains_key("mcp-session-id"),
+            "a response carries Mcp-Session-Id: {:?}",
+            response.headers()
+        );
+        response
+    }
+
+    /// [`open`](Self::open) for handshake-era requests, whose answers may carry a session id.
+    pub async fn open_any(&mut self, post: &Post) -> Response<Incoming> {
+        match &mut self.sender {
             Sender::H1(s) => {
                 within("the connection ready", s.ready())
                     .await
@@ -292,14 +304,13 @@ impl Client {
                 .await
             }
         }
-        .expect("the server answers");
-        // spec 2026-07-28 streamable-http: a modern server never mints or echoes a session id.
-        assert!(
-            !response.headers().contains_key("mcp-session-id"),
-            "a response carries Mcp-Session-Id: {:?}",
-            response.headers()
-        );
-        response
+        .expect("the server answers")
+    }
+
+    /// [`send`](Self::send) for handshake-era requests.
+    pub async fn send_any(&mut self, post: &Post) -> Reply {
+        let response = self.open_any(post).await;
+        Reply::read(response).await
     }
 
     /// Sends `post` and reads the whole response.

@@ -1,0 +1,530 @@
+//! The handshake era (2025-03-26 to 2025-11-25) on the same endpoint.
+//!
+//! A request with the modern `_meta` envelope is served statelessly as before. Anything else comes
+//! from a handshake-era client and is served here, per the 2025-11-25 Streamable HTTP transport:
+//!
+//! - **Sessions** (the default, [`LegacyMode::Sessions`]): `initialize` mints an `Mcp-Session-Id`
+//!   (128 bits from the OS CSPRNG); every later request must carry it (400 without, 404 for an
+//!   unknown or ended one); `GET` with it opens the session's stream of change notifications;
+//!   `DELETE` ends it. Sessions are bounded in number and closed after an idle time.
+//! - **Stateless** ([`LegacyMode::Stateless`]), for instances behind a load balancer: no session
+//!   ids; every request is served on its own, `GET` and `DELETE` get 405, and change notifications
+//!   are not delivered (there is no stream to carry them).
+//!
+//! In both, a request whose handler needs input (elicitation, sampling, roots) turns into an SSE
+//! response that carries the server's request; the client POSTs its answer, which is handed to the
+//! waiting handler. A JSON-RPC error is answered with 200, as that era does.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use http::header::{ACCEPT, CONTENT_TYPE};
+use http::{HeaderMap, HeaderValue, Response, StatusCode};
+use mcp_server::{
+    LEGACY_VERSIONS, LegacySession, NotificationSink, Outcome, Prepared, Principal, Reply,
+    ReplyMessage, RequestIo, RequestProbe,
+};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::body::{Event, McpBody};
+use super::{JSON, McpService, http_error, keep_alive, plain, sse_response, status_for};
+use crate::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
+
+/// How handshake-era clients are served on the HTTP endpoint.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LegacyMode {
+    /// `Mcp-Session-Id` sessions, as the hosts of that era expect: change notifications and
+    /// resource subscriptions work. Sessions live in this process, so several instances need
+    /// sticky routing.
+    #[default]
+    Sessions,
+    /// No sessions: every request is served on its own, so any instance can serve any request.
+    /// Change notifications and subscriptions are not delivered.
+    Stateless,
+}
+
+/// The live sessions of one endpoint.
+#[derive(Default)]
+pub(crate) struct Sessions {
+    map: Mutex<HashMap<String, Entry>>,
+    next_sweep: Mutex<Option<Instant>>,
+}
+
+struct Entry {
+    session: LegacySession,
+    last_used: Instant,
+    /// Open GET streams: a session with one is never idle.
+    streams: Arc<AtomicUsize>,
+}
+
+/// Counts an open GET stream of a session for as long as it lives.
+pub(crate) struct StreamGuard(Arc<AtomicUsize>);
+
+impl Drop for StreamGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Why a session header could not be used.
+enum Lookup {
+    Missing,
+    Malformed,
+    Unknown,
+}
+
+impl Sessions {
+    /// Removes sessions idle for longer than `idle`, at most once a second (every lookup may call
+    /// it); ended sessions are closed, which ends their streams and requests.
+    fn sweep(&self, idle: Duration, now: Instant) {
+        {
+            let mut next = self.next_sweep.lock().expect("sweep lock");
+            if next.is_some_and(|at| now < at) {
+                return;
+            }
+            *next = Some(now + Duration::from_secs(1).min(idle));
+        }
+        let mut ended = Vec::new();
+        self.map.lock().expect("sessions lock").retain(|_, e| {
+            let live = now.duration_since(e.last_used) < idle
+                || e.streams.load(Ordering::Relaxed) > 0
+                || e.session.requests_in_flight() > 0;
+            if !live {
+                ended.push(e.session.clone());
+            }
+            live
+        });
+        for session in ended {
+            session.close();
+        }
+    }
+
+    fn insert(&self, session: LegacySession, max: usize, idle: Duration) -> bool {
+        let now = Instant::now();
+        self.sweep(idle, now);
+        let mut map = self.map.lock().expect("sessions lock");
+        if map.len() >= max {
+            return false;
+        }
+        map.insert(
+            session.id().to_owned(),
+            Entry {
+                session,
+                last_used: now,
+                streams: Arc::new(AtomicUsize::new(0)),
+            },
+        );
+        true
+    }
+
+    fn find(
+        &self,
+        headers: &HeaderMap,
+        idle: Duration,
+    ) -> Result<(LegacySession, Arc<AtomicUsize>), Lookup> {
+        let mut values = headers.get_all(MCP_SESSION_ID).iter();
+        let (Some(value), None) = (values.next(), values.next()) else {
+            return Err(if headers.contains_key(MCP_SESSION_ID) {
+                Lookup::Malformed
+            } else {
+                Lookup::Missing
+            });
+        };
+        // spec 2025-11-25 streamable-http: a session id is visible ASCII (0x21 to 0x7E).
+        let id = value.as_bytes();
+        if id.is_empty() || id.len() > 256 || !id.iter().all(|b| (0x21..=0x7e).contains(b)) {
+            return Err(Lookup::Malformed);
+        }
+        let id = std::str::from_utf8(id).map_err(|_| Lookup::Malformed)?;
+        let now = Instant::now();
+        self.sweep(idle, now);
+        let mut map = self.map.lock().expect("sessions lock");
+        let entry = map.get_mut(id).ok_or(Lookup::Unknown)?;
+        entry.last_used = now;
+        Ok((entry.session.clone(), entry.streams.clone()))
+    }
+
+    fn remove(&self, id: &str) -> Option<LegacySession> {
+        self.map
+            .lock()
+            .expect("sessions lock")
+            .remove(id)
+            .map(|e| e.session)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.map.lock().expect("sessions lock").len()
+    }
+
+    /// Ends every session (the endpoint is going away).
+    pub(crate) fn close_all(&self) {
+        let all: Vec<_> = self
+            .map
+            .lock()
+            .expect("sessions lock")
+            .drain()
+            .map(|(_, e)| e.session)
+            .collect();
+        for session in all {
+            session.close();
+        }
+    }
+}
+
+fn lookup_error(probe: &mut RequestProbe, why: Lookup) -> Response<McpBody> {
+    let (status, message) = match why {
+        Lookup::Missing => (
+            StatusCode::BAD_REQUEST,
+            "Bad Request: this request needs the Mcp-Session-Id that initialize returned",
+        ),
+        Lookup::Malformed => (
+            StatusCode::BAD_REQUEST,
+            "Bad Request: the Mcp-Session-Id header must be one value of visible ASCII",
+        ),
+        // spec 2025-11-25 streamable-http: an unknown or ended session gets 404, and the client
+        // starts a new one with initialize.
+        Lookup::Unknown => (
+            StatusCode::NOT_FOUND,
+            "Not Found: no such session (it ended or expired); initialize again",
+        ),
+    };
+    probe.rejected(status.as_u16(), None);
+    http_error(status, message)
+}
+
+/// A legacy reply: a JSON-RPC error is answered with 200, as the handshake era does, except a
+/// refusal of the envelope itself.
+fn legacy_json(probe: &mut RequestProbe, reply: ReplyMessage) -> Response<McpBody> {
+    probe.finish(reply.outcome);
+    let status = match reply.outcome {
+        Outcome::Error { rejected: true, .. } => status_for(reply.outcome),
+        _ => StatusCode::OK,
+    };
+    let mut response = Response::new(McpBody::full(reply.body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(CONTENT_TYPE, JSON);
+    response
+}
+
+/// Where a legacy request's notifications and server-to-client requests go before its response.
+struct LegacySink(mpsc::Sender<Event>);
+
+impl NotificationSink for LegacySink {
+    fn send(&self, message: Vec<u8>) {
+        if self.0.try_send(Event::Notification(message)).is_err() {
+            tracing::debug!("SSE queue full or closed; dropped a notification");
+        }
+    }
+
+    fn send_request(&self, message: Vec<u8>) {
+        // The handler waits for the answer: the request is never dropped for a full queue.
+        if let Err(mpsc::error::TrySendError::Full(event)) =
+            self.0.try_send(Event::Notification(message))
+        {
+            let tx = self.0.clone();
+            tokio::spawn(async move {
+                let _ = tx.send(event).await;
+            });
+        }
+    }
+}
+
+impl McpService {
+    /// The session a legacy request, notification or response belongs to, when sessions are kept.
+    fn session_of(&self, headers: &HeaderMap) -> Option<LegacySession> {
+        if self.inner.config.legacy != LegacyMode::Sessions {
+            return None;
+        }
+        self.inner
+            .sessions
+            .find(headers, self.inner.config.session_idle)
+            .ok()
+            .map(|(s, _)| s)
+    }
+
+    /// `GET` and `DELETE` of the endpoint: a legacy session's notification stream and its end.
+    /// `None` when the request is not one of those (no session header, or sessions are off): the
+    /// caller answers 405 as a modern endpoint does.
+    pub(super) fn legacy_get_or_delete(
+        &self,
+        probe: &mut RequestProbe,
+        parts: &http::request::Parts,
+    ) -> Option<Response<McpBody>> {
+        let config = &self.inner.config;
+        let is_get = parts.method == http::Method::GET;
+        if !self.inner.server.serves_legacy()
+            || config.legacy != LegacyMode::Sessions
+            || !(is_get || parts.method == http::Method::DELETE)
+            || !parts.headers.contains_key(MCP_SESSION_ID)
+        {
+            return None;
+        }
+        let (session, streams) = match self
+            .inner
+            .sessions
+            .find(&parts.headers, config.session_idle)
+        {
+            Ok(found) => found,
+            Err(why) => return Some(lookup_error(probe, why)),
+        };
+        if !is_get {
+            if let Some(ended) = self.inner.sessions.remove(session.id()) {
+                ended.close();
+            }
+            probe.dismiss();
+            return Some(plain(StatusCode::OK));
+        }
+        let wants_sse = parts
+            .headers
+            .get_all(ACCEPT)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| {
+                v.split(',').any(|m| {
+                    let m = m.split(';').next().unwrap_or("").trim();
+                    m.eq_ignore_ascii_case("text/event-stream") || m == "*/*"
+                })
+            });
+        if !wants_sse {
+            probe.rejected(StatusCode::NOT_ACCEPTABLE.as_u16(), None);
+            return Some(http_error(
+                StatusCode::NOT_ACCEPTABLE,
+                "Not Acceptable: the GET stream is text/event-stream",
+            ));
+        }
+        streams.fetch_add(1, Ordering::Relaxed);
+        let guard = StreamGuard(streams);
+        probe.dismiss();
+        let stream = session.notifications(&self.inner.server);
+        Some(sse_response(McpBody::session(
+            stream,
+            guard,
+            keep_alive(config),
+        )))
+    }
+
+    /// A notification POSTed by a legacy client (`notifications/initialized`,
+    /// `notifications/cancelled`): handed to its session.
+    pub(super) fn legacy_notification(
+        &self,
+        headers: &HeaderMap,
+        method: &str,
+        params: Option<&mcp_jsonrpc::RawValue>,
+    ) {
+        if let Some(session) = self.session_of(headers) {
+            session.notification(method, params);
+        }
+    }
+
+    /// A JSON-RPC response POSTed by a legacy client: the answer to a server-to-client request.
+    /// Returns whether it answered one.
+    pub(super) fn legacy_response(
+        &self,
+        headers: &HeaderMap,
+        response: &mcp_jsonrpc::Response<'_>,
+    ) -> bool {
+        let session = self.session_of(headers);
+        self.inner
+            .server
+            .deliver_response(response, session.as_ref())
+    }
+
+    /// A request without the modern envelope.
+    pub(super) async fn serve_legacy(
+        &self,
+        probe: &mut RequestProbe,
+        parts: http::request::Parts,
+        req: Prepared<'_>,
+    ) -> Response<McpBody> {
+        let config = &self.inner.config;
+        let server = &self.inner.server;
+        let version = parts
+            .headers
+            .get(MCP_PROTOCOL_VERSION)
+            .and_then(|v| v.to_str().ok());
+        // A client that names the modern revision sent a modern request without its envelope.
+        if let Some(v) = version
+            && server.supported_versions().contains(&v)
+        {
+            let reply = server.without_session(&req);
+            probe.finish(reply.outcome);
+            return super::json_reply(reply);
+        }
+        if req.method == "initialize" {
+            return match server.legacy_initialize(&req) {
+                Err(reply) => legacy_json(probe, reply),
+                Ok((reply, session)) => {
+                    let mut id = None;
+                    if config.legacy == LegacyMode::Sessions {
+                        if !self.inner.sessions.insert(
+                            session.clone(),
+                            config.max_sessions,
+                            config.session_idle,
+                        ) {
+                            probe.rejected(StatusCode::SERVICE_UNAVAILABLE.as_u16(), None);
+                            let mut response = http_error(
+                                StatusCode::SERVICE_UNAVAILABLE,
+                                "Service Unavailable: too many sessions; try again later",
+                            );
+                            response
+                                .headers_mut()
+                                .insert(http::header::RETRY_AFTER, HeaderValue::from_static("5"));
+                            return response;
+                        }
+                        id = HeaderValue::from_str(session.id()).ok();
+                    }
+                    let mut response = legacy_json(probe, reply);
+                    if let Some(id) = id {
+                        response.headers_mut().insert(MCP_SESSION_ID, id);
+                    }
+                    response
+                }
+            };
+        }
+        // spec 2025-06-18 streamable-http: an unsupported MCP-Protocol-Version is a 400; a
+        // missing one is taken as 2025-03-26.
+        if let Some(v) = version
+            && !LEGACY_VERSIONS.contains(&v)
+        {
+            probe.rejected(StatusCode::BAD_REQUEST.as_u16(), None);
+            return http_error(
+                StatusCode::BAD_REQUEST,
+                &format!(
+                    "Bad Request: unsupported MCP-Protocol-Version {v:?} (supported: {}, {})",
+                    server.supported_versions().join(", "),
+                    LEGACY_VERSIONS.join(", ")
+                ),
+            );
+        }
+        let session = match config.legacy {
+            LegacyMode::Sessions => {
+                match self
+                    .inner
+                    .sessions
+                    .find(&parts.headers, config.session_idle)
+                {
+                    Ok((session, _)) => session,
+                    // Neither the modern envelope nor a session: the modern refusal of a request
+                    // without `_meta` (400, -32602, with the id), which also tells a
+                    // handshake-era client to initialize; `ping` may come before initialize.
+                    Err(Lookup::Missing) => {
+                        let reply = server.without_session(&req);
+                        probe.finish(reply.outcome);
+                        return super::json_reply(reply);
+                    }
+                    Err(why) => return lookup_error(probe, why),
+                }
+            }
+            LegacyMode::Stateless => server.stateless_session(version),
+        };
+        let principal = parts
+            .extensions
+            .get::<Principal>()
+            .cloned()
+            .unwrap_or_default();
+        Box::pin(self.run_legacy(session, req.into_owned(), principal, probe.take())).await
+    }
+
+    /// Runs a legacy request. Its handler is polled right here; if it finishes without a word
+    /// before its answer, the answer is JSON. If it sends something first (progress, a log
+    /// message, a request for input), the response becomes an SSE stream and the handler moves to
+    /// a task of its own to finish it.
+    async fn run_legacy(
+        &self,
+        session: LegacySession,
+        req: Prepared<'static>,
+        principal: Principal,
+        mut probe: RequestProbe,
+    ) -> Response<McpBody> {
+        let config = &self.inner.config;
+        let cancel = CancellationToken::new();
+        let track = match session.track(&req.id, &cancel) {
+            Ok(track) => track,
+            Err(e) => {
+                let mut body = Vec::with_capacity(128);
+                mcp_jsonrpc::write_error(&mut body, Some(&req.id), &e);
+                return legacy_json(
+                    &mut probe,
+                    ReplyMessage {
+                        body,
+                        outcome: Outcome::Error {
+                            code: e.code,
+                            rejected: false,
+                        },
+                    },
+                );
+            }
+        };
+        let (tx, mut rx) = mpsc::channel::<Event>(config.notification_buffer.max(1));
+        let sink = Arc::new(LegacySink(tx.clone()));
+        let server = self.inner.server.clone();
+        let task_cancel = cancel.clone();
+        let mut work = Box::pin(async move {
+            let io = RequestIo {
+                principal,
+                cancel: task_cancel.clone(),
+                sink: Some(sink),
+                guard: None,
+                close: None,
+                probe: Some(&mut probe),
+            };
+            let reply = tokio::select! {
+                biased;
+                () = task_cancel.cancelled() => None,
+                reply = server.legacy_dispatch(&session, req, io) => Some(reply),
+            };
+            drop(track);
+            match reply {
+                Some(Reply::Message(m)) => {
+                    probe.finish(m.outcome);
+                    Some((m, probe))
+                }
+                Some(Reply::Listen(_)) | None => {
+                    probe.cancelled();
+                    None
+                }
+            }
+        });
+        // If the client leaves before the answer, this future is dropped: cancel the handler.
+        let armed = cancel.drop_guard();
+        tokio::select! {
+            biased;
+            done = &mut work => {
+                armed.disarm();
+                match done {
+                    Some((m, _)) => {
+                        let mut response = Response::new(McpBody::full(m.body));
+                        *response.status_mut() = match m.outcome {
+                            Outcome::Error { rejected: true, .. } => status_for(m.outcome),
+                            _ => StatusCode::OK,
+                        };
+                        response.headers_mut().insert(CONTENT_TYPE, JSON);
+                        response
+                    }
+                    None => http_error(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "the request ended without a response",
+                    ),
+                }
+            }
+            first = rx.recv() => {
+                let Some(first) = first else {
+                    return http_error(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "the request ended without a response",
+                    );
+                };
+                tokio::spawn(async move {
+                    if let Some((m, _)) = work.await {
+                        // The body may be gone already; then nobody is listening.
+                        let _ = tx.send(Event::Final(m.body, m.outcome)).await;
+                    }
+                });
+                sse_response(McpBody::events(first, rx, keep_alive(config), armed))
+            }
+        }
+    }
+}
