@@ -14,6 +14,7 @@
 
 mod args;
 mod connect;
+mod json;
 mod output;
 mod progress;
 mod prompt;
@@ -64,7 +65,9 @@ pub(crate) struct Common {
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     timeout: f64,
 
-    /// Print the raw result as JSON (one line per notification for `listen`).
+    /// Print the result as the server sent it, as JSON (each list page's items merged when there
+    /// are several pages; one line per notification for `listen`); a JSON-RPC error is printed as
+    /// {"error": {...}} on stdout too.
     #[arg(long)]
     json: bool,
 

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::io::Write as _;
 
 use futures_util::StreamExt as _;
-use mcp_client::{Client, ListenEvent};
+use mcp_client::{Client, ListenEvent, Request};
 use mcp_types::{
     CallToolResult, CompleteArgument, CompleteContext, CompletionReference, ContentBlock,
     DiscoverResult, LoggingLevel, SubscriptionFilter,
@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::args::{key_value, tool_arguments};
 use super::connect::{connect, stderr_style};
+use super::json::{self, RawResults};
 use super::output::{self, Media, Style, first_line};
 use super::progress::Progress;
 use super::{CallArgs, CliError, Common, CompleteArgs, ListenArgs, PromptArgs, ReadArgs, Verb};
@@ -39,6 +40,14 @@ pub(crate) async fn run(verb: Verb) -> Result<(), CliError> {
     let progress = Progress::default();
     let client = connect(&common, &progress).await?;
     let result = dispatch(&client, verb, &common, &progress).await;
+    // Under --json a JSON-RPC error goes to stdout too (stderr still says it, the status is the
+    // same), so a script reads one JSON answer either way.
+    if common.json
+        && let Err(CliError::Client(e)) = &result
+        && let Some(error) = e.error_object()
+    {
+        println!("{}", json::error(error));
+    }
     progress.finish();
     // Best effort: the answer is in; a server slow to exit is not the user's problem.
     let _ = client.close().await;
@@ -54,6 +63,7 @@ async fn dispatch(
     let out = Out {
         style: Style::detect(),
         json: common.json,
+        raw: RawResults::default(),
     };
     let mut media = Media::new(common.save_dir.clone());
     match verb {
@@ -74,6 +84,8 @@ async fn dispatch(
 struct Out {
     style: Style,
     json: bool,
+    /// The results `--json` prints, as the server sent them.
+    raw: RawResults,
 }
 
 impl Out {
@@ -87,12 +99,35 @@ impl Out {
         let text = serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("\"{e}\""));
         self.print(&format!("{text}\n"));
     }
+
+    /// Under `--json`, keeps the complete result of `request` as the server sent it.
+    fn keep<'c, T>(&self, request: Request<'c, T>) -> Request<'c, T> {
+        if self.json {
+            request.on_result(self.raw.sink())
+        } else {
+            request
+        }
+    }
+
+    /// Prints the result kept by [`Out::keep`], or `typed` when the client made it up itself (a
+    /// legacy server's `discover`, built from its `initialize` answer).
+    fn json_result(&self, typed: &impl Serialize) {
+        match json::single(&self.raw) {
+            Some(text) => self.print(&format!("{text}\n")),
+            None => self.json(typed),
+        }
+    }
+
+    /// Prints the pages kept by [`Out::keep`] for a list whose items are under `member`.
+    fn json_list(&self, member: &str) {
+        self.print(&format!("{}\n", json::list(&self.raw, member)));
+    }
 }
 
 async fn discover(client: &Client, out: &Out) -> Result<(), CliError> {
-    let result: DiscoverResult = client.discover().await?;
+    let result: DiscoverResult = out.keep(client.discover()).await?;
     if out.json {
-        out.json(&result);
+        out.json_result(&result);
         return Ok(());
     }
     let s = &out.style;
@@ -162,9 +197,9 @@ async fn discover(client: &Client, out: &Out) -> Result<(), CliError> {
 }
 
 async fn tools(client: &Client, out: &Out) -> Result<(), CliError> {
-    let tools = client.list_all_tools().await?;
+    let tools = out.keep(client.list_all_tools()).await?;
     if out.json {
-        out.json(&json!({ "tools": tools }));
+        out.json_list("tools");
         return Ok(());
     }
     let titled = tools
@@ -234,8 +269,8 @@ async fn call(
     }
     let arguments = tool_arguments(args.args_json.as_deref(), &args.args, schema)?;
     let bar = progress.clone();
-    let mut request = client
-        .call_tool(args.name.clone(), Value::Object(arguments))
+    let mut request = out
+        .keep(client.call_tool(args.name.clone(), Value::Object(arguments)))
         .on_progress(move |p| bar.update(p));
     if let Some(level) = level {
         let bar = progress.clone();
@@ -260,7 +295,7 @@ async fn call(
     progress.finish();
     let failed = result.is_error == Some(true);
     if out.json {
-        out.json(&result);
+        out.json_result(&result);
     } else {
         // Servers usually repeat structured content as a JSON text block: show it once, pretty.
         let structured = result.structured_content.as_ref();
@@ -302,9 +337,9 @@ async fn call(
 }
 
 async fn resources(client: &Client, out: &Out) -> Result<(), CliError> {
-    let resources = client.list_all_resources().await?;
+    let resources = out.keep(client.list_all_resources()).await?;
     if out.json {
-        out.json(&json!({ "resources": resources }));
+        out.json_list("resources");
         return Ok(());
     }
     let rows: Vec<Vec<String>> = resources
@@ -328,9 +363,9 @@ async fn resources(client: &Client, out: &Out) -> Result<(), CliError> {
 }
 
 async fn templates(client: &Client, out: &Out) -> Result<(), CliError> {
-    let templates = client.list_all_resource_templates().await?;
+    let templates = out.keep(client.list_all_resource_templates()).await?;
     if out.json {
-        out.json(&json!({ "resourceTemplates": templates }));
+        out.json_list("resourceTemplates");
         return Ok(());
     }
     let rows: Vec<Vec<String>> = templates
@@ -359,9 +394,9 @@ async fn read(
     media: &mut Media,
     args: ReadArgs,
 ) -> Result<(), CliError> {
-    let result = client.read_resource(args.uri.clone()).await?;
+    let result = out.keep(client.read_resource(args.uri.clone())).await?;
     if out.json {
-        out.json(&result);
+        out.json_result(&result);
         return Ok(());
     }
     let mut buffer = Vec::new();
@@ -378,9 +413,9 @@ async fn read(
 }
 
 async fn prompts(client: &Client, out: &Out) -> Result<(), CliError> {
-    let prompts = client.list_all_prompts().await?;
+    let prompts = out.keep(client.list_all_prompts()).await?;
     if out.json {
-        out.json(&json!({ "prompts": prompts }));
+        out.json_list("prompts");
         return Ok(());
     }
     let rows: Vec<Vec<String>> = prompts
@@ -428,9 +463,11 @@ async fn prompt(
     args: PromptArgs,
 ) -> Result<(), CliError> {
     let arguments = string_pairs(&args.args)?;
-    let result = client.get_prompt(args.name.clone(), arguments).await?;
+    let result = out
+        .keep(client.get_prompt(args.name.clone(), arguments))
+        .await?;
     if out.json {
-        out.json(&result);
+        out.json_result(&result);
         return Ok(());
     }
     let s = &out.style;
@@ -473,15 +510,15 @@ async fn complete(client: &Client, out: &Out, args: CompleteArgs) -> Result<(), 
             arguments: Some(string_pairs(&args.context)?),
         })
     };
-    let result = client
-        .complete(
+    let result = out
+        .keep(client.complete(
             reference,
             CompleteArgument::new(args.argument, args.value),
             context,
-        )
+        ))
         .await?;
     if out.json {
-        out.json(&result);
+        out.json_result(&result);
         return Ok(());
     }
     let completion = &result.completion;

@@ -5,5 +5,7 @@
 mod harness;
 mod http;
 mod interactive;
+mod json;
+mod legacy;
 mod serve;
 mod stdio;
