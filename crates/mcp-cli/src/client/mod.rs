@@ -124,6 +124,10 @@ pub(crate) struct CallArgs {
     /// printed on stderr.
     #[arg(long, value_name = "LEVEL")]
     log: Option<String>,
+    /// Print the structured content too when the text already renders it (a query's table). It is
+    /// printed anyway when it is the same JSON as a text block (once) or when there is no text.
+    #[arg(long)]
+    structured: bool,
     #[command(flatten)]
     common: Common,
 }

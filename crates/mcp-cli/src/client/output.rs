@@ -4,7 +4,7 @@ use std::io::{IsTerminal as _, Write};
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
-use mcp_types::{ContentBlock, ResourceContents};
+use mcp_types::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::Value;
 
 /// How stdout is written: colour only on a terminal and without `NO_COLOR`; tables fitted to the
@@ -361,6 +361,34 @@ pub(crate) fn render_contents(
     Ok(())
 }
 
+/// What `mcp call` shows of a result: the content blocks, and the structured content when it adds
+/// something the text does not say. Servers usually repeat structured content as a JSON text block
+/// (shown once, pretty), or render it as text (a query's table: the rows would be printed twice, so
+/// the structured copy is left out unless `asked`); without any text block it is the result.
+pub(crate) fn call_parts(
+    result: &CallToolResult,
+    asked: bool,
+) -> (Vec<ContentBlock>, Option<&Value>) {
+    let structured = result.structured_content.as_ref();
+    let repeats = |block: &ContentBlock| {
+        structured.is_some()
+            && block
+                .as_text()
+                .and_then(|t| serde_json::from_str::<Value>(t).ok())
+                .as_ref()
+                == structured
+    };
+    let shown: Vec<ContentBlock> = result
+        .content
+        .iter()
+        .filter(|b| !repeats(b))
+        .cloned()
+        .collect();
+    let has_text = shown.iter().any(|b| b.as_text().is_some());
+    let structured = structured.filter(|_| asked || !has_text);
+    (shown, structured)
+}
+
 /// Pretty JSON for a person.
 pub(crate) fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
@@ -418,6 +446,33 @@ mod tests {
         assert_eq!(first_line(None), "");
         assert_eq!(stem_of("test://static-binary"), "static-binary");
         assert_eq!(stem_of("tool"), "tool");
+    }
+
+    #[test]
+    fn structured_content_is_shown_when_it_adds_something() {
+        let structured = serde_json::json!({"rows": [[1]]});
+        let with = |content: Vec<ContentBlock>| CallToolResult {
+            structured_content: Some(structured.clone()),
+            ..CallToolResult::new(content)
+        };
+        // A text rendering (a table): the rows once, unless asked for.
+        let table = with(vec![ContentBlock::text("n\n-\n1")]);
+        let (shown, extra) = call_parts(&table, false);
+        assert_eq!((shown.len(), extra), (1, None));
+        assert_eq!(call_parts(&table, true).1, Some(&structured));
+        // The same JSON as text: shown once, as structured content.
+        let repeated = with(vec![ContentBlock::text(structured.to_string())]);
+        let (shown, extra) = call_parts(&repeated, false);
+        assert_eq!((shown.len(), extra), (0, Some(&structured)));
+        // No text at all (only an image, or nothing): the structured content is the result.
+        let image = with(vec![ContentBlock::Image(ImageContent::new(
+            "aGk=",
+            "image/png",
+        ))]);
+        assert_eq!(call_parts(&image, false).1, Some(&structured));
+        assert_eq!(call_parts(&with(vec![]), false).1, Some(&structured));
+        // Nothing structured: nothing to show.
+        assert_eq!(call_parts(&CallToolResult::text("x"), true).1, None);
     }
 
     #[test]

@@ -6,8 +6,8 @@ use std::io::Write as _;
 use futures_util::StreamExt as _;
 use mcp_client::{Client, ListenEvent, Request};
 use mcp_types::{
-    CallToolResult, CompleteArgument, CompleteContext, CompletionReference, ContentBlock,
-    DiscoverResult, LoggingLevel, SubscriptionFilter,
+    CallToolResult, CompleteArgument, CompleteContext, CompletionReference, DiscoverResult,
+    LoggingLevel, SubscriptionFilter,
 };
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -297,22 +297,13 @@ async fn call(
     if out.json {
         out.json_result(&result);
     } else {
-        // Servers usually repeat structured content as a JSON text block: show it once, pretty.
-        let structured = result.structured_content.as_ref();
-        let repeats = |block: &ContentBlock| {
-            structured.is_some()
-                && block
-                    .as_text()
-                    .and_then(|t| serde_json::from_str::<Value>(t).ok())
-                    .as_ref()
-                    == structured
-        };
-        let shown: Vec<ContentBlock> = result
-            .content
-            .iter()
-            .filter(|b| !repeats(b))
-            .cloned()
-            .collect();
+        let (shown, structured) = output::call_parts(&result, args.structured);
+        if result.structured_content.is_some() && structured.is_none() {
+            let note = stderr_style().dim(
+                "(structured content not shown: --structured prints it, --json the whole result)",
+            );
+            eprintln!("{note}");
+        }
         let mut buffer = Vec::new();
         let stem = output::stem_of(&args.name);
         let _ = output::render_blocks(&mut buffer, &out.style, media, &stem, &shown);

@@ -7,5 +7,6 @@ mod http;
 mod interactive;
 mod json;
 mod legacy;
+mod output;
 mod serve;
 mod stdio;
