@@ -1,6 +1,9 @@
 //! Elicitation answered through the terminal prompt, driven by piping the answers into stdin.
 
+use serde_json::{Value, json};
+
 use crate::harness::{HttpServer, mcp, stdio_server};
+use crate::legacy::legacy_server;
 
 #[test]
 fn a_form_is_filled_in_field_by_field() {
@@ -89,4 +92,26 @@ fn elicitation_over_stdio() {
     );
     run.expect_code(0);
     assert_eq!(run.stdout.trim(), "Hello, Ada!");
+}
+
+#[test]
+fn fields_are_asked_in_the_servers_order() {
+    // A legacy server asks with elicitation/create; its fields are name (required), age, city.
+    let run = mcp(
+        &["call", "legacy_form", "--stdio", &legacy_server()],
+        "a\nAda\n30\nParis\n",
+    );
+    run.expect_code(0);
+    let name = run.stderr.find("Name *").expect("Name is asked");
+    let age = run.stderr.find("Age").expect("Age is asked");
+    let city = run.stderr.find("City").expect("City is asked");
+    assert!(name < age && age < city, "{}", run.stderr);
+    // The server echoes the response it got.
+    let response: Value = serde_json::from_str(run.stdout.trim()).expect("JSON");
+    assert_eq!(
+        response["result"],
+        json!({"action": "accept", "content": {"name": "Ada", "age": 30, "city": "Paris"}}),
+        "{}",
+        run.stderr
+    );
 }
