@@ -113,9 +113,10 @@ pub(crate) enum Verb {
 pub(crate) struct CallArgs {
     /// The tool.
     name: String,
-    /// The arguments as one JSON object.
+    /// The arguments as one JSON object. They are checked against the tool's inputSchema before
+    /// the call is sent (`mcp tools` lists each tool's arguments).
     #[arg(value_name = "ARGS_JSON")]
-    args_json: Option<String>,
+    args_json: Vec<String>,
     /// One argument as KEY=VALUE (repeatable; wins over ARGS_JSON). The value is JSON where the
     /// tool's schema allows a non-string type and it parses, else a string.
     #[arg(long = "arg", short = 'a', value_name = "KEY=VALUE")]

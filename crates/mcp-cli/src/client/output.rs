@@ -80,7 +80,10 @@ impl Style {
         self.paint(CYAN, text)
     }
 
-    /// Lays out `rows` under `headers` in aligned columns; the last column is cut to the width.
+    /// Lays out `rows` under `headers` in aligned columns. When the lines would be wider than the
+    /// terminal, the columns after the first (which names the row) share what is left evenly, each
+    /// cut with `…`; a column narrower than its share keeps its width and leaves the rest to the
+    /// others.
     pub(crate) fn table(&self, headers: &[&str], rows: &[Vec<String>]) -> String {
         let columns = headers.len();
         let mut widths: Vec<usize> = headers.iter().map(|h| display_width(h)).collect();
@@ -89,23 +92,19 @@ impl Style {
                 widths[i] = widths[i].max(display_width(cell));
             }
         }
+        if let Some(width) = self.width {
+            fit(&mut widths, width);
+        }
         let mut out = String::new();
         let mut line = |cells: Vec<String>, header: bool| {
-            let mut used = 0;
             let mut text = String::new();
-            for (i, cell) in cells.iter().enumerate() {
-                let last = i + 1 == columns;
-                let cell = if last {
-                    match self.width {
-                        Some(width) => truncate(cell, width.saturating_sub(used).max(8)),
-                        None => cell.clone(),
-                    }
-                } else {
-                    let pad = widths[i] - display_width(cell);
-                    format!("{cell}{}  ", " ".repeat(pad))
-                };
-                used += display_width(&cell);
+            for (i, cell) in cells.iter().enumerate().take(columns) {
+                let cell = truncate(cell, widths[i]);
                 text.push_str(&cell);
+                if i + 1 < columns {
+                    let pad = widths[i].saturating_sub(display_width(&cell));
+                    text.push_str(&" ".repeat(pad + 2));
+                }
             }
             let text = text.trim_end().to_owned();
             out.push_str(&if header { self.bold(&text) } else { text });
@@ -116,6 +115,42 @@ impl Style {
             line(row.clone(), false);
         }
         out
+    }
+}
+
+/// Narrows `widths` (two spaces between columns) to fit `width`: the first column keeps its
+/// width; the others share the rest evenly, the narrow ones keeping theirs (at least one column
+/// each, so a very narrow terminal may still overflow).
+fn fit(widths: &mut [usize], width: usize) {
+    let gaps = 2 * widths.len().saturating_sub(1);
+    if widths.iter().sum::<usize>() + gaps <= width || widths.len() < 2 {
+        return;
+    }
+    let mut room = width.saturating_sub(gaps + widths[0]);
+    let mut open: Vec<usize> = (1..widths.len()).collect();
+    // Water-filling: settle every column that fits in an even share, then share again.
+    loop {
+        let share = (room / open.len()).max(1);
+        let (fits, wide): (Vec<usize>, Vec<usize>) =
+            open.iter().partition(|&&i| widths[i] <= share);
+        if fits.is_empty() {
+            for &i in &wide {
+                widths[i] = share;
+            }
+            // What the even split left over goes to the last columns, one each.
+            let spare = room.saturating_sub(share * wide.len());
+            for &i in wide.iter().rev().take(spare) {
+                widths[i] += 1;
+            }
+            return;
+        }
+        for &i in &fits {
+            room = room.saturating_sub(widths[i]);
+        }
+        open = wide;
+        if open.is_empty() {
+            return;
+        }
     }
 }
 
@@ -436,6 +471,37 @@ mod tests {
         assert!(lines[2].ends_with('…'));
         let wide = Style::plain(None).table(&["NAME", "DESCRIPTION"], &rows);
         assert!(wide.contains("far too long for thirty"));
+    }
+
+    #[test]
+    fn wide_tables_share_the_room_after_the_first_column() {
+        let rows = vec![vec![
+            "a_tool_name".into(),
+            "x*: string, y: integer, z: boolean".into(),
+            "a description that is far too long".into(),
+        ]];
+        let text = Style::plain(Some(50)).table(&["NAME", "ARGUMENTS", "DESCRIPTION"], &rows);
+        for line in text.lines() {
+            assert!(line.chars().count() <= 50, "{line:?}");
+        }
+        let row = text.lines().nth(1).unwrap();
+        // The name is whole; the other two got 17 and 18 columns.
+        assert_eq!(row, "a_tool_name  x*: string, y: i…  a description tha…");
+        // A narrow middle column keeps its width and leaves the rest to the last one.
+        let rows = vec![vec![
+            "a".into(),
+            "b".into(),
+            "a description that is far too long".into(),
+        ]];
+        let text = Style::plain(Some(30)).table(&["N", "A", "DESCRIPTION"], &rows);
+        assert_eq!(
+            text.lines().nth(1).unwrap(),
+            "a  b  a description that is f…"
+        );
+        let mut widths = vec![10, 3, 100, 100];
+        fit(&mut widths, 40);
+        assert_eq!(widths, vec![10, 3, 10, 11]);
+        assert_eq!(widths.iter().sum::<usize>() + 6, 40);
     }
 
     #[test]

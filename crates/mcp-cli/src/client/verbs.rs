@@ -12,7 +12,7 @@ use mcp_types::{
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::args::{key_value, tool_arguments};
+use super::args::{self, key_value, tool_arguments};
 use super::connect::{connect, stderr_style};
 use super::json::{self, RawResults};
 use super::output::{self, Media, Style, first_line};
@@ -216,14 +216,15 @@ async fn tools(client: &Client, out: &Out) -> Result<(), CliError> {
                     .or_else(|| t.annotations.as_ref().and_then(|a| a.title.clone()));
                 row.push(title.unwrap_or_default());
             }
+            row.push(args::summary(&t.input_schema));
             row.push(first_line(t.description.as_deref()));
             row
         })
         .collect();
     let headers: &[&str] = if titled {
-        &["NAME", "TITLE", "DESCRIPTION"]
+        &["NAME", "TITLE", "ARGUMENTS (* required)", "DESCRIPTION"]
     } else {
-        &["NAME", "DESCRIPTION"]
+        &["NAME", "ARGUMENTS (* required)", "DESCRIPTION"]
     };
     print_list(out, "tools", headers, &rows);
     Ok(())
@@ -267,7 +268,10 @@ async fn call(
         ));
         eprintln!("{note}");
     }
-    let arguments = tool_arguments(args.args_json.as_deref(), &args.args, schema)?;
+    let arguments = tool_arguments(&args.args_json, &args.args, schema)?;
+    if let Some(schema) = schema {
+        args::check(schema, &arguments)?;
+    }
     let bar = progress.clone();
     let mut request = out
         .keep(client.call_tool(args.name.clone(), Value::Object(arguments)))

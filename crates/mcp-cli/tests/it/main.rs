@@ -2,6 +2,7 @@
 //! conformance fixture served over loopback HTTP (in this process) and over stdio (the
 //! `conformance-server` binary), and `mcp serve` with its adapters (serve/).
 
+mod arguments;
 mod harness;
 mod http;
 mod interactive;

@@ -180,8 +180,15 @@ fn db_flags_name_databases_and_replace_the_sample() {
     );
     run.expect_code(0);
     assert_eq!(table_names(&run.json()), SAMPLE_NAMES);
+    // The schema says so: mcp call stops before sending.
     let run = serve.run(&["call", "list_tables"], "");
-    run.expect_code(1);
+    run.expect_code(4);
+    assert!(
+        run.stderr
+            .contains(r#"missing required argument "database""#),
+        "{}",
+        run.stderr
+    );
     // --max-rows applies to every database, and truncation is flagged.
     let run = serve.run(
         &[
