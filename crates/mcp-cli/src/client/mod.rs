@@ -15,6 +15,7 @@
 mod args;
 mod connect;
 mod json;
+mod media;
 mod output;
 mod progress;
 mod prompt;
@@ -75,7 +76,9 @@ pub(crate) struct Common {
     #[arg(long)]
     no_input: bool,
 
-    /// Where images, audio and binary resources are saved (default: a new folder in the temp dir).
+    /// Where images, audio and binary resources are saved (default: ~/.cache/mcp-rs/media, or
+    /// $XDG_CACHE_HOME/mcp-rs/media, where files older than a day are removed). An existing file is
+    /// never overwritten: the new one gets a number (image-1.png), and both names are printed.
     #[arg(long, value_name = "DIR")]
     save_dir: Option<PathBuf>,
 

@@ -1,11 +1,12 @@
 //! Human output: colour, aligned tables, rendered content blocks, media saved to files.
 
 use std::io::{IsTerminal as _, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use base64::Engine as _;
 use mcp_types::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::Value;
+
+use super::media::{Media, Saved};
 
 /// How stdout is written: colour only on a terminal and without `NO_COLOR`; tables fitted to the
 /// terminal's width when there is one.
@@ -188,96 +189,6 @@ pub(crate) fn first_line(text: Option<&str>) -> String {
         .to_owned()
 }
 
-/// Where media from results go: `--save-dir`, or a fresh folder under the system's temp dir.
-#[derive(Debug)]
-pub(crate) struct Media {
-    dir: Option<PathBuf>,
-    chosen: Option<PathBuf>,
-    count: usize,
-}
-
-impl Media {
-    pub(crate) fn new(dir: Option<PathBuf>) -> Media {
-        Media {
-            dir,
-            chosen: None,
-            count: 0,
-        }
-    }
-
-    fn folder(&mut self) -> std::io::Result<PathBuf> {
-        if let Some(dir) = &self.chosen {
-            return Ok(dir.clone());
-        }
-        let dir = match &self.dir {
-            Some(dir) => dir.clone(),
-            None => {
-                let stamp = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_millis())
-                    .unwrap_or_default();
-                std::env::temp_dir().join(format!("mcp-{}-{stamp}", std::process::id()))
-            }
-        };
-        std::fs::create_dir_all(&dir)?;
-        self.chosen = Some(dir.clone());
-        Ok(dir)
-    }
-
-    /// Decodes base64 `data` and writes it to a new file named after `stem` and the MIME type.
-    pub(crate) fn save(
-        &mut self,
-        stem: &str,
-        mime: Option<&str>,
-        data: &str,
-    ) -> Result<(PathBuf, usize), String> {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(data.trim())
-            .map_err(|e| format!("the base64 data does not decode: {e}"))?;
-        let dir = self
-            .folder()
-            .map_err(|e| format!("cannot create the folder: {e}"))?;
-        self.count += 1;
-        let stem: String = stem
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .take(60)
-            .collect();
-        let path = dir.join(format!("{stem}-{}.{}", self.count, extension(mime)));
-        std::fs::write(&path, &bytes)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        Ok((path, bytes.len()))
-    }
-}
-
-/// A file extension for a MIME type.
-fn extension(mime: Option<&str>) -> &'static str {
-    let mime = mime.unwrap_or("").split(';').next().unwrap_or("").trim();
-    match mime {
-        "image/png" => "png",
-        "image/jpeg" | "image/jpg" => "jpg",
-        "image/gif" => "gif",
-        "image/webp" => "webp",
-        "image/svg+xml" => "svg",
-        "audio/wav" | "audio/x-wav" | "audio/wave" => "wav",
-        "audio/mpeg" | "audio/mp3" => "mp3",
-        "audio/ogg" => "ogg",
-        "audio/flac" => "flac",
-        "application/pdf" => "pdf",
-        "application/json" => "json",
-        "text/plain" => "txt",
-        "text/html" => "html",
-        "text/markdown" => "md",
-        _ => "bin",
-    }
-}
-
 /// Writes content blocks for a person: text as text, media saved to files, resources summarised.
 pub(crate) fn render_blocks(
     out: &mut impl Write,
@@ -338,11 +249,13 @@ fn saved(
     data: &str,
 ) -> std::io::Result<()> {
     match media.save(stem, Some(mime), data) {
-        Ok((path, len)) => writeln!(
+        Ok(saved) => writeln!(
             out,
-            "{} {mime}, {len} bytes, saved to {}",
+            "{} {mime}, {} bytes, saved to {}{}",
             style.cyan(&format!("[{kind}]")),
-            path.display()
+            saved.len,
+            saved.path.display(),
+            kept(&saved)
         ),
         Err(e) => writeln!(
             out,
@@ -350,6 +263,15 @@ fn saved(
             style.cyan(&format!("[{kind}]"))
         ),
     }
+}
+
+/// Says which existing file a save did not overwrite.
+fn kept(saved: &Saved) -> String {
+    saved
+        .taken
+        .as_ref()
+        .map(|name| format!(" ({name} exists and was kept)"))
+        .unwrap_or_default()
 }
 
 /// Writes resource contents: a header per part when there are several (or for embedded ones),
@@ -379,12 +301,14 @@ pub(crate) fn render_contents(
             ResourceContents::Blob(b) => {
                 let label = if embedded { "[resource]" } else { "[binary]" };
                 match media.save(stem, b.mime_type.as_deref(), &b.blob) {
-                    Ok((path, len)) => writeln!(
+                    Ok(saved) => writeln!(
                         out,
-                        "{} {}{mime}, {len} bytes, saved to {}",
+                        "{} {}{mime}, {} bytes, saved to {}{}",
                         style.cyan(label),
                         b.uri,
-                        path.display()
+                        saved.len,
+                        saved.path.display(),
+                        kept(&saved)
                     )?,
                     Err(e) => {
                         writeln!(out, "{} {}{mime}: not saved: {e}", style.cyan(label), b.uri)?
@@ -558,7 +482,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("[resource] test://x\ninner\n"), "{text}");
-        assert_eq!(std::fs::read(dir.join("t-1.png")).unwrap(), b"hi");
+        assert_eq!(std::fs::read(dir.join("t.png")).unwrap(), b"hi");
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 use super::args::{self, key_value, tool_arguments};
 use super::connect::{connect, stderr_style};
 use super::json::{self, RawResults};
-use super::output::{self, Media, Style, first_line};
+use super::media::Media;
+use super::output::{self, Style, first_line};
 use super::progress::Progress;
 use super::{CallArgs, CliError, Common, CompleteArgs, ListenArgs, PromptArgs, ReadArgs, Verb};
 

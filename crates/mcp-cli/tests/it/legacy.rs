@@ -31,14 +31,20 @@ while IFS= read -r line; do
 done
 "#;
 
-/// The `--stdio` command line of the server (the script is written to a file once per test run).
+/// The `--stdio` command line of the server. The script is written once per test run to one path
+/// shared by every run (so none leaves a file of its own behind), through a rename, so a run never
+/// reads a script another one is still writing.
 pub fn legacy_server() -> String {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
     let path = PATH.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("mcp-cli-it-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("a temp folder");
-        let path = dir.join("legacy-server.sh");
-        std::fs::write(&path, SCRIPT).expect("the script is written");
+        let dir = std::env::temp_dir();
+        let path = dir.join("mcp-cli-it-legacy-server.sh");
+        let partial = dir.join(format!(
+            "mcp-cli-it-legacy-server.sh.{}",
+            std::process::id()
+        ));
+        std::fs::write(&partial, SCRIPT).expect("the script is written");
+        std::fs::rename(&partial, &path).expect("the script is in place");
         path
     });
     format!("sh '{}'", path.to_str().expect("a UTF-8 path"))

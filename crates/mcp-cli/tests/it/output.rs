@@ -1,7 +1,10 @@
 //! What `mcp call` prints: the content for a person, structured content only where it adds
 //! something, and media files.
 
-use crate::harness::HttpServer;
+use std::ffi::OsStr;
+use std::time::{Duration, SystemTime};
+
+use crate::harness::{HttpServer, mcp_env};
 use crate::serve::support::{Serve, TempDir};
 
 /// 1,000 rows from the sample database, without depending on its tables' sizes.
@@ -45,4 +48,79 @@ fn structured_content_repeated_as_text_is_shown_once() {
     run.expect_code(0);
     assert_eq!(run.stdout, "{\n  \"count\": 2\n}\n");
     assert!(!run.stderr.contains("--structured"), "{}", run.stderr);
+}
+
+#[test]
+fn media_go_to_one_folder_and_never_overwrite() {
+    let server = HttpServer::start();
+    let scratch = TempDir::new();
+    let cache = scratch.join("cache");
+    let media = cache.join("mcp-rs/media");
+    let env = [("XDG_CACHE_HOME", cache.as_os_str())];
+    let call = |extra: &[&str], env: &[(&str, &OsStr)]| {
+        let mut args = vec!["call", "test_image_content", "--url", &server.url];
+        args.extend_from_slice(extra);
+        let run = mcp_env(&args, "", env);
+        run.expect_code(0);
+        run.stdout
+    };
+
+    // Without --save-dir: the per-user folder, the same one run after run.
+    let first = call(&[], &env);
+    assert!(
+        first.contains(&format!(
+            "saved to {}",
+            media.join("test_image_content.png").display()
+        )),
+        "{first}"
+    );
+    // A file older than a day goes when a run next saves there; newer ones stay.
+    let stale = media.join("stale.png");
+    std::fs::write(&stale, b"x").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&stale)
+        .unwrap()
+        .set_modified(SystemTime::now() - Duration::from_secs(2 * 24 * 60 * 60))
+        .unwrap();
+    let second = call(&[], &env);
+    assert!(
+        second.contains(&format!(
+            "saved to {} (test_image_content.png exists and was kept)",
+            media.join("test_image_content-1.png").display()
+        )),
+        "{second}"
+    );
+    assert!(!stale.exists());
+    let mut names: Vec<String> = std::fs::read_dir(&media)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["test_image_content-1.png", "test_image_content.png"]
+    );
+    assert_eq!(
+        std::fs::read_dir(&cache).unwrap().count(),
+        1,
+        "only mcp-rs/"
+    );
+
+    // --save-dir: an existing file is kept, the new one numbered.
+    let dir = scratch.join("saved");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("test_image_content.png"), b"mine").unwrap();
+    let dir_text = dir.to_str().unwrap();
+    let out = call(&["--save-dir", dir_text], &env);
+    assert!(
+        out.contains("test_image_content-1.png (test_image_content.png exists and was kept)"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read(dir.join("test_image_content.png")).unwrap(),
+        b"mine"
+    );
+    let png = std::fs::read(dir.join("test_image_content-1.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
 }
