@@ -215,6 +215,9 @@ fn to_value(value: &impl serde::Serialize) -> Value {
 impl Inner {
     async fn discover(&self, options: &Options) -> Result<DiscoverResult, Error> {
         if self.era().is_legacy() {
+            if let Some(raw) = self.initialized.lock().expect("initialize lock").as_deref() {
+                options.deliver_result(raw);
+            }
             let discovered = self.discovered.lock().expect("discover lock").clone();
             return discovered.ok_or_else(|| Error::disconnected("the handshake did not finish"));
         }

@@ -122,8 +122,9 @@ impl<'c, T> Request<'c, T> {
     /// Delivers each complete result to `callback` as the server sent it, before it is decoded
     /// into its type: every member, known to this crate or not, in the server's order. A paginated
     /// `list_all_*` call delivers each page; an interim `input_required` result is not delivered,
-    /// only the final one. The call skips the cache (a cached value has no text to deliver), and a
-    /// legacy `discover`, which sends no request, delivers nothing.
+    /// only the final one. The call skips the cache (a cached value has no text to deliver). A
+    /// legacy `discover`, which sends no request, delivers the `initialize` result it was built
+    /// from.
     pub fn on_result(mut self, callback: impl Fn(&RawValue) + Send + Sync + 'static) -> Self {
         self.options.result = Some(Arc::new(callback));
         self

@@ -27,7 +27,7 @@ impl RawResults {
 }
 
 /// The text `--json` prints for one result: the last one kept (there is one per request), or
-/// `None` when none was (a legacy `discover` sends no request).
+/// `None` when none was.
 pub(crate) fn single(results: &RawResults) -> Option<String> {
     results.take().pop().map(|raw| pretty(raw.get()))
 }

@@ -67,8 +67,8 @@ pub(crate) struct Common {
     timeout: f64,
 
     /// Print the result as the server sent it, as JSON (each list page's items merged when there
-    /// are several pages; one line per notification for `listen`); a JSON-RPC error is printed as
-    /// {"error": {...}} on stdout too.
+    /// are several pages; `discover` on a legacy server: its initialize result; one line per
+    /// notification for `listen`); a JSON-RPC error is printed as {"error": {...}} on stdout too.
     #[arg(long)]
     json: bool,
 

@@ -110,8 +110,8 @@ impl Out {
         }
     }
 
-    /// Prints the result kept by [`Out::keep`], or `typed` when the client made it up itself (a
-    /// legacy server's `discover`, built from its `initialize` answer).
+    /// Prints the result kept by [`Out::keep`] (for a legacy server's `discover`, the `initialize`
+    /// result), or `typed` should none have been kept.
     fn json_result(&self, typed: &impl Serialize) {
         match json::single(&self.raw) {
             Some(text) => self.print(&format!("{text}\n")),

@@ -18,6 +18,15 @@ fn json_is_the_result_as_sent() {
         run.stdout
     );
 
+    // discover: a legacy server has no discover result; its initialize result is what it sent.
+    let run = mcp(&["discover", "--json", "--stdio", &server], "");
+    run.expect_code(0);
+    assert_eq!(
+        run.json(),
+        json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+               "serverInfo": {"name": "sh-legacy", "version": "1"}})
+    );
+
     let run = mcp(&["call", "legacy_echo", "--json", "--stdio", &server], "");
     run.expect_code(0);
     // Re-indented only: the order, the number as written, no resultType.

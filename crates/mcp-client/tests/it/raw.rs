@@ -120,3 +120,25 @@ async fn a_callback_skips_the_cache(kind: Kind) {
     assert_eq!(seen.lock().unwrap().len(), 1);
 }
 both!(skips_cache, a_callback_skips_the_cache);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_discover_delivers_the_initialize_result() {
+    let initialized = json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                             "serverInfo": {"name": "legacy", "version": "0.9"}, "x-extra": 1});
+    let answer = initialized.clone();
+    let (url, _stop) = scripted(move |body| match body["method"].as_str() {
+        Some("server/discover") => Some(Scripted::Error(400, -32000, "Bad Request: no session")),
+        Some("initialize") => Some(Scripted::ResultWith(
+            answer.clone(),
+            vec![("mcp-session-id", "s")],
+        )),
+        _ => None,
+    })
+    .await;
+    let client = within(Client::builder().connect_http(&url)).await.unwrap();
+    let (seen, callback) = collector();
+    let discover = within(client.discover().on_result(callback)).await.unwrap();
+    assert_eq!(discover.supported_versions, ["2025-11-25"]);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen, [initialized.to_string()]);
+}
