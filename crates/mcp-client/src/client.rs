@@ -290,6 +290,7 @@ impl ClientBuilder {
                 auth_context: RwLock::new(self.auth_context),
                 tool_headers: Mutex::new(HashMap::new()),
                 discovered: Mutex::new(None),
+                initialized: Mutex::new(None),
                 legacy_subscriptions: tokio::sync::Mutex::new(HashMap::new()),
                 child: tokio::sync::Mutex::new(child),
             }),
@@ -320,6 +321,9 @@ pub(crate) struct Inner {
     pub(crate) tool_headers: Mutex<HashMap<String, Vec<ParamHeader>>>,
     /// The latest discover result (legacy: built from `initialize`).
     pub(crate) discovered: Mutex<Option<DiscoverResult>>,
+    /// The legacy `initialize` result as received, which a legacy `discover` hands to
+    /// `Request::on_result`.
+    pub(crate) initialized: Mutex<Option<Box<RawValue>>>,
     /// Legacy `resources/subscribe` per URI, counted over the open listens that want it.
     pub(crate) legacy_subscriptions: tokio::sync::Mutex<HashMap<String, usize>>,
     child: tokio::sync::Mutex<Option<ChildProcess>>,
@@ -474,6 +478,7 @@ impl Inner {
         let (version, discover) = era::from_initialize(&raw)?;
         self.set_era(Era::Legacy { version });
         *self.discovered.lock().expect("discover lock") = Some(discover);
+        *self.initialized.lock().expect("initialize lock") = Some(raw);
         match &self.transport {
             Transport::Stdio(t) => t.answer_server_requests(self.handlers.clone()),
             Transport::Http(t) => t.set_legacy(version, self.handlers.clone(), self.cache.clone()),

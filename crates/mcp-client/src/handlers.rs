@@ -164,15 +164,16 @@ impl Handlers {
             method_names::ELICITATION_CREATE
             | method_names::SAMPLING_CREATE_MESSAGE
             | method_names::ROOTS_LIST => {
-                let mut object = JsonObject::new();
-                object.insert("method".into(), Value::from(method));
+                // The embedded shape is written as text and decoded in one pass, method first, so
+                // the params are read from the server's own text: a round trip through `Value`
+                // would sort a form's fields by name instead of keeping the server's order.
+                let mut text = format!(r#"{{"method":"{method}""#);
                 if let Some(params) = params {
-                    let params: Value =
-                        serde_json::from_str(params.get()).map_err(ErrorObject::invalid_params)?;
-                    object.insert("params".into(), params);
+                    text.push_str(r#","params":"#);
+                    text.push_str(params.get());
                 }
-                serde_json::from_value::<InputRequest>(Value::Object(object))
-                    .map_err(ErrorObject::invalid_params)?
+                text.push('}');
+                serde_json::from_str::<InputRequest>(&text).map_err(ErrorObject::invalid_params)?
             }
             other => return Err(ErrorObject::method_not_found(other)),
         };
@@ -201,6 +202,7 @@ mod tests {
     use super::*;
     use mcp_types::{ElicitAction, RequestedSchema, Root};
     use serde_json::json;
+    use serde_json::value::RawValue;
 
     fn with_form() -> Handlers {
         Handlers {
@@ -245,6 +247,32 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn legacy_forms_keep_the_servers_field_order() {
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let names = seen.clone();
+        let h = Handlers {
+            elicit_form: Some(Arc::new(move |p: ElicitRequestFormParams| {
+                let names = names.clone();
+                async move {
+                    let order = p.requested_schema.properties.iter().map(|(n, _)| n.clone());
+                    names.lock().unwrap().extend(order);
+                    Ok(ElicitResult::decline())
+                }
+            })),
+            ..Handlers::default()
+        };
+        let params = RawValue::from_string(
+            r#"{"message":"?","requestedSchema":{"type":"object","properties":{"zip":{"type":"string"},"name":{"type":"string"},"age":{"type":"integer"}}}}"#
+                .to_owned(),
+        )
+        .unwrap();
+        h.answer_legacy("elicitation/create", Some(&params))
+            .await
+            .unwrap();
+        assert_eq!(*seen.lock().unwrap(), ["zip", "name", "age"]);
+    }
+
+    #[tokio::test]
     async fn legacy_requests_share_the_handlers() {
         let h = with_form();
         assert_eq!(h.answer_legacy("ping", None).await.unwrap(), json!({}));
@@ -259,6 +287,12 @@ mod tests {
         assert_eq!(answer["action"], "accept");
         let err = h.answer_legacy("roots/list", None).await.unwrap_err();
         assert_eq!(err.code, -32601);
+        let bad = serde_json::value::to_raw_value(&json!({"message": 7})).unwrap();
+        let err = h
+            .answer_legacy("elicitation/create", Some(&bad))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, -32602);
         let err = h.answer_legacy("tasks/get", None).await.unwrap_err();
         assert_eq!(err.code, -32601);
     }

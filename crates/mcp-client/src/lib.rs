@@ -6,9 +6,9 @@
 //! `initialize` handshake when the answer says so; every call then works the same way in both eras.
 //!
 //! - One typed call per method ([`Client::call_tool`], [`Client::read_resource`], ...), each a
-//!   [`Request`] that takes per-call options (progress and log callbacks, timeouts) before it is
-//!   awaited; every request carries `_meta` with the protocol version, the capabilities the
-//!   installed input handlers allow, and `clientInfo`.
+//!   [`Request`] that takes per-call options (progress and log callbacks, timeouts, the result as
+//!   received) before it is awaited; every request carries `_meta` with the protocol version, the
+//!   capabilities the installed input handlers allow, and `clientInfo`.
 //! - Multi round-trip requests are driven for you: input the server asks for goes to the handlers
 //!   installed on the builder ([`ClientBuilder::on_elicit_form`], ...), and the call is resent with
 //!   the answers and the echoed `requestState` under a new id, a bounded number of times.

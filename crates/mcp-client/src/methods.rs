@@ -201,6 +201,7 @@ impl Client {
                 let method = method_names::COMPLETION_COMPLETE;
                 let raw = c.inner.send(method, params, Hints::default(), &o).await?;
                 result_kind(method, &raw, false)?;
+                o.deliver_result(&raw);
                 decode(method, &raw)
             })
         })
@@ -214,6 +215,9 @@ fn to_value(value: &impl serde::Serialize) -> Value {
 impl Inner {
     async fn discover(&self, options: &Options) -> Result<DiscoverResult, Error> {
         if self.era().is_legacy() {
+            if let Some(raw) = self.initialized.lock().expect("initialize lock").as_deref() {
+                options.deliver_result(raw);
+            }
             let discovered = self.discovered.lock().expect("discover lock").clone();
             return discovered.ok_or_else(|| Error::disconnected("the handshake did not finish"));
         }
@@ -241,13 +245,14 @@ impl Inner {
     ) -> Result<T, Error> {
         let context = self.auth_context();
         if let Some(cache) = &self.cache
-            && !options.fresh
+            && options.may_use_cache()
             && let Some(hit) = cache.get::<T>(method, arg.as_deref(), &context)
         {
             return Ok(hit);
         }
         let raw = self.send(method, params, Hints::default(), options).await?;
         result_kind(method, &raw, false)?;
+        options.deliver_result(&raw);
         let value = prepare(decode::<T>(method, &raw)?);
         if let Some(cache) = &self.cache {
             cache.put(method, arg.as_deref(), &context, &value);
@@ -398,7 +403,7 @@ impl Inner {
         let method = method_names::RESOURCES_READ;
         let context = self.auth_context();
         if let Some(cache) = &self.cache
-            && !options.fresh
+            && options.may_use_cache()
             && let Some(hit) = cache.get::<ReadResourceResult>(method, Some(&uri), &context)
         {
             return Ok(hit);
@@ -467,6 +472,7 @@ impl Inner {
             }
             let raw = self.send(method, round, hints.clone(), options).await?;
             if result_kind(method, &raw, true)? == Kind::Complete {
+                options.deliver_result(&raw);
                 return Ok((decode(method, &raw)?, rounds));
             }
             let interim: InputRequiredResult = decode(method, &raw)?;

@@ -5,6 +5,7 @@ use std::future::IntoFuture;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_jsonrpc::RawValue;
 use mcp_types::{LoggingLevel, LoggingMessageNotificationParams, ProgressNotificationParams};
 
 use crate::handlers::BoxFuture;
@@ -12,15 +13,31 @@ use crate::{Client, Error};
 
 pub(crate) type ProgressCallback = Arc<dyn Fn(&ProgressNotificationParams) + Send + Sync>;
 pub(crate) type LogCallback = Arc<dyn Fn(&LoggingMessageNotificationParams) + Send + Sync>;
+pub(crate) type ResultCallback = Arc<dyn Fn(&RawValue) + Send + Sync>;
 
 /// The per-call options.
 #[derive(Clone, Default)]
 pub(crate) struct Options {
     pub(crate) progress: Option<ProgressCallback>,
     pub(crate) log: Option<(LoggingLevel, LogCallback)>,
+    pub(crate) result: Option<ResultCallback>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) max_time: Option<Duration>,
     pub(crate) fresh: bool,
+}
+
+impl Options {
+    /// Hands a complete result to the [`Request::on_result`] callback, if there is one.
+    pub(crate) fn deliver_result(&self, raw: &RawValue) {
+        if let Some(callback) = &self.result {
+            callback(raw);
+        }
+    }
+
+    /// Whether a cached value may answer this call.
+    pub(crate) fn may_use_cache(&self) -> bool {
+        !self.fresh && self.result.is_none()
+    }
 }
 
 impl fmt::Debug for Options {
@@ -28,6 +45,7 @@ impl fmt::Debug for Options {
         f.debug_struct("Options")
             .field("progress", &self.progress.is_some())
             .field("log", &self.log.as_ref().map(|(level, _)| level))
+            .field("result", &self.result.is_some())
             .field("timeout", &self.timeout)
             .field("max_time", &self.max_time)
             .field("fresh", &self.fresh)
@@ -98,6 +116,17 @@ impl<'c, T> Request<'c, T> {
         callback: impl Fn(&LoggingMessageNotificationParams) + Send + Sync + 'static,
     ) -> Self {
         self.options.log = Some((level, Arc::new(callback)));
+        self
+    }
+
+    /// Delivers each complete result to `callback` as the server sent it, before it is decoded
+    /// into its type: every member, known to this crate or not, in the server's order. A paginated
+    /// `list_all_*` call delivers each page; an interim `input_required` result is not delivered,
+    /// only the final one. The call skips the cache (a cached value has no text to deliver). A
+    /// legacy `discover`, which sends no request, delivers the `initialize` result it was built
+    /// from.
+    pub fn on_result(mut self, callback: impl Fn(&RawValue) + Send + Sync + 'static) -> Self {
+        self.options.result = Some(Arc::new(callback));
         self
     }
 

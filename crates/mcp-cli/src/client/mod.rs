@@ -14,6 +14,8 @@
 
 mod args;
 mod connect;
+mod json;
+mod media;
 mod output;
 mod progress;
 mod prompt;
@@ -64,7 +66,9 @@ pub(crate) struct Common {
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     timeout: f64,
 
-    /// Print the raw result as JSON (one line per notification for `listen`).
+    /// Print the result as the server sent it, as JSON (each list page's items merged when there
+    /// are several pages; `discover` on a legacy server: its initialize result; one line per
+    /// notification for `listen`); a JSON-RPC error is printed as {"error": {...}} on stdout too.
     #[arg(long)]
     json: bool,
 
@@ -72,7 +76,9 @@ pub(crate) struct Common {
     #[arg(long)]
     no_input: bool,
 
-    /// Where images, audio and binary resources are saved (default: a new folder in the temp dir).
+    /// Where images, audio and binary resources are saved (default: ~/.cache/mcp-rs/media, or
+    /// $XDG_CACHE_HOME/mcp-rs/media, where files older than a day are removed). An existing file is
+    /// never overwritten: the new one gets a number (image-1.png), and both names are printed.
     #[arg(long, value_name = "DIR")]
     save_dir: Option<PathBuf>,
 
@@ -110,9 +116,10 @@ pub(crate) enum Verb {
 pub(crate) struct CallArgs {
     /// The tool.
     name: String,
-    /// The arguments as one JSON object.
+    /// The arguments as one JSON object. They are checked against the tool's inputSchema before
+    /// the call is sent (`mcp tools` lists each tool's arguments).
     #[arg(value_name = "ARGS_JSON")]
-    args_json: Option<String>,
+    args_json: Vec<String>,
     /// One argument as KEY=VALUE (repeatable; wins over ARGS_JSON). The value is JSON where the
     /// tool's schema allows a non-string type and it parses, else a string.
     #[arg(long = "arg", short = 'a', value_name = "KEY=VALUE")]
@@ -121,6 +128,10 @@ pub(crate) struct CallArgs {
     /// printed on stderr.
     #[arg(long, value_name = "LEVEL")]
     log: Option<String>,
+    /// Print the structured content too when the text already renders it (a query's table). It is
+    /// printed anyway when it is the same JSON as a text block (once) or when there is no text.
+    #[arg(long)]
+    structured: bool,
     #[command(flatten)]
     common: Common,
 }

@@ -1,11 +1,12 @@
 //! Human output: colour, aligned tables, rendered content blocks, media saved to files.
 
 use std::io::{IsTerminal as _, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use base64::Engine as _;
-use mcp_types::{ContentBlock, ResourceContents};
+use mcp_types::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::Value;
+
+use super::media::{Media, Saved};
 
 /// How stdout is written: colour only on a terminal and without `NO_COLOR`; tables fitted to the
 /// terminal's width when there is one.
@@ -80,7 +81,10 @@ impl Style {
         self.paint(CYAN, text)
     }
 
-    /// Lays out `rows` under `headers` in aligned columns; the last column is cut to the width.
+    /// Lays out `rows` under `headers` in aligned columns. When the lines would be wider than the
+    /// terminal, the columns after the first (which names the row) share what is left evenly, each
+    /// cut with `…`; a column narrower than its share keeps its width and leaves the rest to the
+    /// others.
     pub(crate) fn table(&self, headers: &[&str], rows: &[Vec<String>]) -> String {
         let columns = headers.len();
         let mut widths: Vec<usize> = headers.iter().map(|h| display_width(h)).collect();
@@ -89,23 +93,19 @@ impl Style {
                 widths[i] = widths[i].max(display_width(cell));
             }
         }
+        if let Some(width) = self.width {
+            fit(&mut widths, width);
+        }
         let mut out = String::new();
         let mut line = |cells: Vec<String>, header: bool| {
-            let mut used = 0;
             let mut text = String::new();
-            for (i, cell) in cells.iter().enumerate() {
-                let last = i + 1 == columns;
-                let cell = if last {
-                    match self.width {
-                        Some(width) => truncate(cell, width.saturating_sub(used).max(8)),
-                        None => cell.clone(),
-                    }
-                } else {
-                    let pad = widths[i] - display_width(cell);
-                    format!("{cell}{}  ", " ".repeat(pad))
-                };
-                used += display_width(&cell);
+            for (i, cell) in cells.iter().enumerate().take(columns) {
+                let cell = truncate(cell, widths[i]);
                 text.push_str(&cell);
+                if i + 1 < columns {
+                    let pad = widths[i].saturating_sub(display_width(&cell));
+                    text.push_str(&" ".repeat(pad + 2));
+                }
             }
             let text = text.trim_end().to_owned();
             out.push_str(&if header { self.bold(&text) } else { text });
@@ -116,6 +116,42 @@ impl Style {
             line(row.clone(), false);
         }
         out
+    }
+}
+
+/// Narrows `widths` (two spaces between columns) to fit `width`: the first column keeps its
+/// width; the others share the rest evenly, the narrow ones keeping theirs (at least one column
+/// each, so a very narrow terminal may still overflow).
+fn fit(widths: &mut [usize], width: usize) {
+    let gaps = 2 * widths.len().saturating_sub(1);
+    if widths.iter().sum::<usize>() + gaps <= width || widths.len() < 2 {
+        return;
+    }
+    let mut room = width.saturating_sub(gaps + widths[0]);
+    let mut open: Vec<usize> = (1..widths.len()).collect();
+    // Water-filling: settle every column that fits in an even share, then share again.
+    loop {
+        let share = (room / open.len()).max(1);
+        let (fits, wide): (Vec<usize>, Vec<usize>) =
+            open.iter().partition(|&&i| widths[i] <= share);
+        if fits.is_empty() {
+            for &i in &wide {
+                widths[i] = share;
+            }
+            // What the even split left over goes to the last columns, one each.
+            let spare = room.saturating_sub(share * wide.len());
+            for &i in wide.iter().rev().take(spare) {
+                widths[i] += 1;
+            }
+            return;
+        }
+        for &i in &fits {
+            room = room.saturating_sub(widths[i]);
+        }
+        open = wide;
+        if open.is_empty() {
+            return;
+        }
     }
 }
 
@@ -151,96 +187,6 @@ pub(crate) fn first_line(text: Option<&str>) -> String {
     text.and_then(|t| t.lines().map(str::trim).find(|l| !l.is_empty()))
         .unwrap_or("")
         .to_owned()
-}
-
-/// Where media from results go: `--save-dir`, or a fresh folder under the system's temp dir.
-#[derive(Debug)]
-pub(crate) struct Media {
-    dir: Option<PathBuf>,
-    chosen: Option<PathBuf>,
-    count: usize,
-}
-
-impl Media {
-    pub(crate) fn new(dir: Option<PathBuf>) -> Media {
-        Media {
-            dir,
-            chosen: None,
-            count: 0,
-        }
-    }
-
-    fn folder(&mut self) -> std::io::Result<PathBuf> {
-        if let Some(dir) = &self.chosen {
-            return Ok(dir.clone());
-        }
-        let dir = match &self.dir {
-            Some(dir) => dir.clone(),
-            None => {
-                let stamp = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_millis())
-                    .unwrap_or_default();
-                std::env::temp_dir().join(format!("mcp-{}-{stamp}", std::process::id()))
-            }
-        };
-        std::fs::create_dir_all(&dir)?;
-        self.chosen = Some(dir.clone());
-        Ok(dir)
-    }
-
-    /// Decodes base64 `data` and writes it to a new file named after `stem` and the MIME type.
-    pub(crate) fn save(
-        &mut self,
-        stem: &str,
-        mime: Option<&str>,
-        data: &str,
-    ) -> Result<(PathBuf, usize), String> {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(data.trim())
-            .map_err(|e| format!("the base64 data does not decode: {e}"))?;
-        let dir = self
-            .folder()
-            .map_err(|e| format!("cannot create the folder: {e}"))?;
-        self.count += 1;
-        let stem: String = stem
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .take(60)
-            .collect();
-        let path = dir.join(format!("{stem}-{}.{}", self.count, extension(mime)));
-        std::fs::write(&path, &bytes)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        Ok((path, bytes.len()))
-    }
-}
-
-/// A file extension for a MIME type.
-fn extension(mime: Option<&str>) -> &'static str {
-    let mime = mime.unwrap_or("").split(';').next().unwrap_or("").trim();
-    match mime {
-        "image/png" => "png",
-        "image/jpeg" | "image/jpg" => "jpg",
-        "image/gif" => "gif",
-        "image/webp" => "webp",
-        "image/svg+xml" => "svg",
-        "audio/wav" | "audio/x-wav" | "audio/wave" => "wav",
-        "audio/mpeg" | "audio/mp3" => "mp3",
-        "audio/ogg" => "ogg",
-        "audio/flac" => "flac",
-        "application/pdf" => "pdf",
-        "application/json" => "json",
-        "text/plain" => "txt",
-        "text/html" => "html",
-        "text/markdown" => "md",
-        _ => "bin",
-    }
 }
 
 /// Writes content blocks for a person: text as text, media saved to files, resources summarised.
@@ -303,11 +249,13 @@ fn saved(
     data: &str,
 ) -> std::io::Result<()> {
     match media.save(stem, Some(mime), data) {
-        Ok((path, len)) => writeln!(
+        Ok(saved) => writeln!(
             out,
-            "{} {mime}, {len} bytes, saved to {}",
+            "{} {mime}, {} bytes, saved to {}{}",
             style.cyan(&format!("[{kind}]")),
-            path.display()
+            saved.len,
+            saved.path.display(),
+            kept(&saved)
         ),
         Err(e) => writeln!(
             out,
@@ -315,6 +263,15 @@ fn saved(
             style.cyan(&format!("[{kind}]"))
         ),
     }
+}
+
+/// Says which existing file a save did not overwrite.
+fn kept(saved: &Saved) -> String {
+    saved
+        .taken
+        .as_ref()
+        .map(|name| format!(" ({name} exists and was kept)"))
+        .unwrap_or_default()
 }
 
 /// Writes resource contents: a header per part when there are several (or for embedded ones),
@@ -344,12 +301,14 @@ pub(crate) fn render_contents(
             ResourceContents::Blob(b) => {
                 let label = if embedded { "[resource]" } else { "[binary]" };
                 match media.save(stem, b.mime_type.as_deref(), &b.blob) {
-                    Ok((path, len)) => writeln!(
+                    Ok(saved) => writeln!(
                         out,
-                        "{} {}{mime}, {len} bytes, saved to {}",
+                        "{} {}{mime}, {} bytes, saved to {}{}",
                         style.cyan(label),
                         b.uri,
-                        path.display()
+                        saved.len,
+                        saved.path.display(),
+                        kept(&saved)
                     )?,
                     Err(e) => {
                         writeln!(out, "{} {}{mime}: not saved: {e}", style.cyan(label), b.uri)?
@@ -359,6 +318,34 @@ pub(crate) fn render_contents(
         }
     }
     Ok(())
+}
+
+/// What `mcp call` shows of a result: the content blocks, and the structured content when it adds
+/// something the text does not say. Servers usually repeat structured content as a JSON text block
+/// (shown once, pretty), or render it as text (a query's table: the rows would be printed twice, so
+/// the structured copy is left out unless `asked`); without any text block it is the result.
+pub(crate) fn call_parts(
+    result: &CallToolResult,
+    asked: bool,
+) -> (Vec<ContentBlock>, Option<&Value>) {
+    let structured = result.structured_content.as_ref();
+    let repeats = |block: &ContentBlock| {
+        structured.is_some()
+            && block
+                .as_text()
+                .and_then(|t| serde_json::from_str::<Value>(t).ok())
+                .as_ref()
+                == structured
+    };
+    let shown: Vec<ContentBlock> = result
+        .content
+        .iter()
+        .filter(|b| !repeats(b))
+        .cloned()
+        .collect();
+    let has_text = shown.iter().any(|b| b.as_text().is_some());
+    let structured = structured.filter(|_| asked || !has_text);
+    (shown, structured)
 }
 
 /// Pretty JSON for a person.
@@ -411,6 +398,37 @@ mod tests {
     }
 
     #[test]
+    fn wide_tables_share_the_room_after_the_first_column() {
+        let rows = vec![vec![
+            "a_tool_name".into(),
+            "x*: string, y: integer, z: boolean".into(),
+            "a description that is far too long".into(),
+        ]];
+        let text = Style::plain(Some(50)).table(&["NAME", "ARGUMENTS", "DESCRIPTION"], &rows);
+        for line in text.lines() {
+            assert!(line.chars().count() <= 50, "{line:?}");
+        }
+        let row = text.lines().nth(1).unwrap();
+        // The name is whole; the other two got 17 and 18 columns.
+        assert_eq!(row, "a_tool_name  x*: string, y: i…  a description tha…");
+        // A narrow middle column keeps its width and leaves the rest to the last one.
+        let rows = vec![vec![
+            "a".into(),
+            "b".into(),
+            "a description that is far too long".into(),
+        ]];
+        let text = Style::plain(Some(30)).table(&["N", "A", "DESCRIPTION"], &rows);
+        assert_eq!(
+            text.lines().nth(1).unwrap(),
+            "a  b  a description that is f…"
+        );
+        let mut widths = vec![10, 3, 100, 100];
+        fit(&mut widths, 40);
+        assert_eq!(widths, vec![10, 3, 10, 11]);
+        assert_eq!(widths.iter().sum::<usize>() + 6, 40);
+    }
+
+    #[test]
     fn truncation_and_first_lines() {
         assert_eq!(truncate("héllo", 5), "héllo");
         assert_eq!(truncate("héllo world", 6), "héllo…");
@@ -418,6 +436,33 @@ mod tests {
         assert_eq!(first_line(None), "");
         assert_eq!(stem_of("test://static-binary"), "static-binary");
         assert_eq!(stem_of("tool"), "tool");
+    }
+
+    #[test]
+    fn structured_content_is_shown_when_it_adds_something() {
+        let structured = serde_json::json!({"rows": [[1]]});
+        let with = |content: Vec<ContentBlock>| CallToolResult {
+            structured_content: Some(structured.clone()),
+            ..CallToolResult::new(content)
+        };
+        // A text rendering (a table): the rows once, unless asked for.
+        let table = with(vec![ContentBlock::text("n\n-\n1")]);
+        let (shown, extra) = call_parts(&table, false);
+        assert_eq!((shown.len(), extra), (1, None));
+        assert_eq!(call_parts(&table, true).1, Some(&structured));
+        // The same JSON as text: shown once, as structured content.
+        let repeated = with(vec![ContentBlock::text(structured.to_string())]);
+        let (shown, extra) = call_parts(&repeated, false);
+        assert_eq!((shown.len(), extra), (0, Some(&structured)));
+        // No text at all (only an image, or nothing): the structured content is the result.
+        let image = with(vec![ContentBlock::Image(ImageContent::new(
+            "aGk=",
+            "image/png",
+        ))]);
+        assert_eq!(call_parts(&image, false).1, Some(&structured));
+        assert_eq!(call_parts(&with(vec![]), false).1, Some(&structured));
+        // Nothing structured: nothing to show.
+        assert_eq!(call_parts(&CallToolResult::text("x"), true).1, None);
     }
 
     #[test]
@@ -437,7 +482,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("[resource] test://x\ninner\n"), "{text}");
-        assert_eq!(std::fs::read(dir.join("t-1.png")).unwrap(), b"hi");
+        assert_eq!(std::fs::read(dir.join("t.png")).unwrap(), b"hi");
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

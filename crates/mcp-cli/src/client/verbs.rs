@@ -4,17 +4,19 @@ use std::collections::BTreeMap;
 use std::io::Write as _;
 
 use futures_util::StreamExt as _;
-use mcp_client::{Client, ListenEvent};
+use mcp_client::{Client, ListenEvent, Request};
 use mcp_types::{
-    CallToolResult, CompleteArgument, CompleteContext, CompletionReference, ContentBlock,
-    DiscoverResult, LoggingLevel, SubscriptionFilter,
+    CallToolResult, CompleteArgument, CompleteContext, CompletionReference, DiscoverResult,
+    LoggingLevel, SubscriptionFilter,
 };
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::args::{key_value, tool_arguments};
+use super::args::{self, key_value, tool_arguments};
 use super::connect::{connect, stderr_style};
-use super::output::{self, Media, Style, first_line};
+use super::json::{self, RawResults};
+use super::media::Media;
+use super::output::{self, Style, first_line};
 use super::progress::Progress;
 use super::{CallArgs, CliError, Common, CompleteArgs, ListenArgs, PromptArgs, ReadArgs, Verb};
 
@@ -39,6 +41,14 @@ pub(crate) async fn run(verb: Verb) -> Result<(), CliError> {
     let progress = Progress::default();
     let client = connect(&common, &progress).await?;
     let result = dispatch(&client, verb, &common, &progress).await;
+    // Under --json a JSON-RPC error goes to stdout too (stderr still says it, the status is the
+    // same), so a script reads one JSON answer either way.
+    if common.json
+        && let Err(CliError::Client(e)) = &result
+        && let Some(error) = e.error_object()
+    {
+        println!("{}", json::error(error));
+    }
     progress.finish();
     // Best effort: the answer is in; a server slow to exit is not the user's problem.
     let _ = client.close().await;
@@ -54,6 +64,7 @@ async fn dispatch(
     let out = Out {
         style: Style::detect(),
         json: common.json,
+        raw: RawResults::default(),
     };
     let mut media = Media::new(common.save_dir.clone());
     match verb {
@@ -74,6 +85,8 @@ async fn dispatch(
 struct Out {
     style: Style,
     json: bool,
+    /// The results `--json` prints, as the server sent them.
+    raw: RawResults,
 }
 
 impl Out {
@@ -87,12 +100,35 @@ impl Out {
         let text = serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("\"{e}\""));
         self.print(&format!("{text}\n"));
     }
+
+    /// Under `--json`, keeps the complete result of `request` as the server sent it.
+    fn keep<'c, T>(&self, request: Request<'c, T>) -> Request<'c, T> {
+        if self.json {
+            request.on_result(self.raw.sink())
+        } else {
+            request
+        }
+    }
+
+    /// Prints the result kept by [`Out::keep`] (for a legacy server's `discover`, the `initialize`
+    /// result), or `typed` should none have been kept.
+    fn json_result(&self, typed: &impl Serialize) {
+        match json::single(&self.raw) {
+            Some(text) => self.print(&format!("{text}\n")),
+            None => self.json(typed),
+        }
+    }
+
+    /// Prints the pages kept by [`Out::keep`] for a list whose items are under `member`.
+    fn json_list(&self, member: &str) {
+        self.print(&format!("{}\n", json::list(&self.raw, member)));
+    }
 }
 
 async fn discover(client: &Client, out: &Out) -> Result<(), CliError> {
-    let result: DiscoverResult = client.discover().await?;
+    let result: DiscoverResult = out.keep(client.discover()).await?;
     if out.json {
-        out.json(&result);
+        out.json_result(&result);
         return Ok(());
     }
     let s = &out.style;
@@ -162,9 +198,9 @@ async fn discover(client: &Client, out: &Out) -> Result<(), CliError> {
 }
 
 async fn tools(client: &Client, out: &Out) -> Result<(), CliError> {
-    let tools = client.list_all_tools().await?;
+    let tools = out.keep(client.list_all_tools()).await?;
     if out.json {
-        out.json(&json!({ "tools": tools }));
+        out.json_list("tools");
         return Ok(());
     }
     let titled = tools
@@ -181,14 +217,15 @@ async fn tools(client: &Client, out: &Out) -> Result<(), CliError> {
                     .or_else(|| t.annotations.as_ref().and_then(|a| a.title.clone()));
                 row.push(title.unwrap_or_default());
             }
+            row.push(args::summary(&t.input_schema));
             row.push(first_line(t.description.as_deref()));
             row
         })
         .collect();
     let headers: &[&str] = if titled {
-        &["NAME", "TITLE", "DESCRIPTION"]
+        &["NAME", "TITLE", "ARGUMENTS (* required)", "DESCRIPTION"]
     } else {
-        &["NAME", "DESCRIPTION"]
+        &["NAME", "ARGUMENTS (* required)", "DESCRIPTION"]
     };
     print_list(out, "tools", headers, &rows);
     Ok(())
@@ -232,10 +269,13 @@ async fn call(
         ));
         eprintln!("{note}");
     }
-    let arguments = tool_arguments(args.args_json.as_deref(), &args.args, schema)?;
+    let arguments = tool_arguments(&args.args_json, &args.args, schema)?;
+    if let Some(schema) = schema {
+        args::check(schema, &arguments)?;
+    }
     let bar = progress.clone();
-    let mut request = client
-        .call_tool(args.name.clone(), Value::Object(arguments))
+    let mut request = out
+        .keep(client.call_tool(args.name.clone(), Value::Object(arguments)))
         .on_progress(move |p| bar.update(p));
     if let Some(level) = level {
         let bar = progress.clone();
@@ -260,24 +300,15 @@ async fn call(
     progress.finish();
     let failed = result.is_error == Some(true);
     if out.json {
-        out.json(&result);
+        out.json_result(&result);
     } else {
-        // Servers usually repeat structured content as a JSON text block: show it once, pretty.
-        let structured = result.structured_content.as_ref();
-        let repeats = |block: &ContentBlock| {
-            structured.is_some()
-                && block
-                    .as_text()
-                    .and_then(|t| serde_json::from_str::<Value>(t).ok())
-                    .as_ref()
-                    == structured
-        };
-        let shown: Vec<ContentBlock> = result
-            .content
-            .iter()
-            .filter(|b| !repeats(b))
-            .cloned()
-            .collect();
+        let (shown, structured) = output::call_parts(&result, args.structured);
+        if result.structured_content.is_some() && structured.is_none() {
+            let note = stderr_style().dim(
+                "(structured content not shown: --structured prints it, --json the whole result)",
+            );
+            eprintln!("{note}");
+        }
         let mut buffer = Vec::new();
         let stem = output::stem_of(&args.name);
         let _ = output::render_blocks(&mut buffer, &out.style, media, &stem, &shown);
@@ -302,9 +333,9 @@ async fn call(
 }
 
 async fn resources(client: &Client, out: &Out) -> Result<(), CliError> {
-    let resources = client.list_all_resources().await?;
+    let resources = out.keep(client.list_all_resources()).await?;
     if out.json {
-        out.json(&json!({ "resources": resources }));
+        out.json_list("resources");
         return Ok(());
     }
     let rows: Vec<Vec<String>> = resources
@@ -328,9 +359,9 @@ async fn resources(client: &Client, out: &Out) -> Result<(), CliError> {
 }
 
 async fn templates(client: &Client, out: &Out) -> Result<(), CliError> {
-    let templates = client.list_all_resource_templates().await?;
+    let templates = out.keep(client.list_all_resource_templates()).await?;
     if out.json {
-        out.json(&json!({ "resourceTemplates": templates }));
+        out.json_list("resourceTemplates");
         return Ok(());
     }
     let rows: Vec<Vec<String>> = templates
@@ -359,9 +390,9 @@ async fn read(
     media: &mut Media,
     args: ReadArgs,
 ) -> Result<(), CliError> {
-    let result = client.read_resource(args.uri.clone()).await?;
+    let result = out.keep(client.read_resource(args.uri.clone())).await?;
     if out.json {
-        out.json(&result);
+        out.json_result(&result);
         return Ok(());
     }
     let mut buffer = Vec::new();
@@ -378,9 +409,9 @@ async fn read(
 }
 
 async fn prompts(client: &Client, out: &Out) -> Result<(), CliError> {
-    let prompts = client.list_all_prompts().await?;
+    let prompts = out.keep(client.list_all_prompts()).await?;
     if out.json {
-        out.json(&json!({ "prompts": prompts }));
+        out.json_list("prompts");
         return Ok(());
     }
     let rows: Vec<Vec<String>> = prompts
@@ -428,9 +459,11 @@ async fn prompt(
     args: PromptArgs,
 ) -> Result<(), CliError> {
     let arguments = string_pairs(&args.args)?;
-    let result = client.get_prompt(args.name.clone(), arguments).await?;
+    let result = out
+        .keep(client.get_prompt(args.name.clone(), arguments))
+        .await?;
     if out.json {
-        out.json(&result);
+        out.json_result(&result);
         return Ok(());
     }
     let s = &out.style;
@@ -473,15 +506,15 @@ async fn complete(client: &Client, out: &Out, args: CompleteArgs) -> Result<(), 
             arguments: Some(string_pairs(&args.context)?),
         })
     };
-    let result = client
-        .complete(
+    let result = out
+        .keep(client.complete(
             reference,
             CompleteArgument::new(args.argument, args.value),
             context,
-        )
+        ))
         .await?;
     if out.json {
-        out.json(&result);
+        out.json_result(&result);
         return Ok(());
     }
     let completion = &result.completion;

@@ -110,14 +110,20 @@ pub fn mcp_env(args: &[&str], input: &str, env: &[(&str, &std::ffi::OsStr)]) -> 
     }
 }
 
-/// `mcp ARGS` with a clean environment for output: no colour, no width, no log filter.
+/// `mcp ARGS` with a clean environment for output: no colour, no width, no log filter, and media
+/// saved under a cache folder of the test run's own rather than the user's.
 pub fn command(args: &[&str]) -> Command {
     let mut command = Command::new(mcp_path());
     command
         .args(args)
         .env_remove("COLUMNS")
         .env_remove("MCP_LOG")
-        .env("NO_COLOR", "1");
+        .env("NO_COLOR", "1")
+        // One folder for every test run: `mcp` prunes it of files older than a day.
+        .env(
+            "XDG_CACHE_HOME",
+            std::env::temp_dir().join("mcp-cli-it-cache"),
+        );
     command
 }
 

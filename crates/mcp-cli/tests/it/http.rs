@@ -144,7 +144,7 @@ fn call_renders_content_and_saves_media() {
         "{}",
         run.stdout
     );
-    let png = dir.join("test_multiple_content_types-1.png");
+    let png = dir.join("test_multiple_content_types.png");
     let bytes =
         std::fs::read(&png).unwrap_or_else(|e| panic!("{}: {e}\n{}", png.display(), run.stdout));
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
@@ -152,7 +152,7 @@ fn call_renders_content_and_saves_media() {
     let run = server.run(&["call", "test_audio_content", "--save-dir", dir_text], "");
     run.expect_code(0);
     assert!(run.stdout.contains("[audio] audio/wav"), "{}", run.stdout);
-    let wav = std::fs::read(dir.join("test_audio_content-1.wav")).unwrap();
+    let wav = std::fs::read(dir.join("test_audio_content.wav")).unwrap();
     assert_eq!(&wav[..4], b"RIFF");
     std::fs::remove_dir_all(&dir).unwrap();
 

@@ -2,9 +2,13 @@
 //! conformance fixture served over loopback HTTP (in this process) and over stdio (the
 //! `conformance-server` binary), and `mcp serve` with its adapters (serve/).
 
+mod arguments;
 mod bench;
 mod harness;
 mod http;
 mod interactive;
+mod json;
+mod legacy;
+mod output;
 mod serve;
 mod stdio;

@@ -11,4 +11,5 @@ mod interop;
 mod legacy_stream;
 mod mrtr;
 mod process;
+mod raw;
 mod streams;

@@ -266,7 +266,8 @@ impl<'de> DeserializeSeed<'de> for ParamsSeed<'_> {
 }
 
 /// Reads `{method, params}` in one pass when `method` comes first (the usual order), and buffers
-/// `params` only when it comes before `method`.
+/// `params` only when it comes before `method`: as its text, so that a form's fields keep the
+/// server's order (a `Value` would sort them by name).
 struct EmbeddedVisitor {
     keep_id: bool,
 }
@@ -281,7 +282,7 @@ impl<'de> Visitor<'de> for EmbeddedVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut method: Option<Cow<'de, str>> = None;
         let mut decoded: Option<InputRequest> = None;
-        let mut buffered: Option<Value> = None;
+        let mut buffered: Option<Box<serde_json::value::RawValue>> = None;
         let mut id: Option<Id> = None;
         while let Some(key) = map.next_key_seed(KeySeed)? {
             match &*key {
@@ -310,7 +311,7 @@ impl<'de> Visitor<'de> for EmbeddedVisitor {
         let request = match (decoded, buffered) {
             (Some(request), _) => request,
             (None, Some(params)) => ParamsSeed(&method)
-                .deserialize(params)
+                .deserialize(&*params)
                 .map_err(de::Error::custom)?,
             (None, None) if method == method_names::ROOTS_LIST => InputRequest::ListRoots(None),
             (None, None) if INPUT_METHODS.contains(&&*method) => {

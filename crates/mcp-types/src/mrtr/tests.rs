@@ -111,6 +111,23 @@ fn input_requests_decode_in_either_member_order() {
         InputRequest::elicit(ElicitRequestURLParams::new("m", "https://x"))
     );
     assert_eq!(serde_json::to_value(&a).unwrap(), method_first);
+
+    // Buffered params keep a form's field order.
+    let params_first = r#"{"params": {"message": "m", "requestedSchema": {"type": "object",
+        "properties": {"zip": {"type": "string"}, "age": {"type": "integer"}}}},
+        "method": "elicitation/create"}"#;
+    let InputRequest::Elicit(ElicitRequestParams::Form(form)) =
+        serde_json::from_str(params_first).unwrap()
+    else {
+        panic!("a form");
+    };
+    let names: Vec<&str> = form
+        .requested_schema
+        .properties
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .collect();
+    assert_eq!(names, ["zip", "age"]);
 }
 
 #[test]

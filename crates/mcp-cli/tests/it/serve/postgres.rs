@@ -124,11 +124,11 @@ fn every_tool_and_approved_writes_from_a_config_file() {
             "SELECT count(*) FROM {schema}.customers WHERE name = 'Linus'"
         ))
     };
-    let run = serve.run(&["call", "execute", "--arg", insert], "d\n");
+    let run = serve.run(&["call", "execute", "--arg", insert], ":decline\n");
     run.expect_code(1);
     assert!(run.stdout.contains("declined"), "{}", run.stdout);
     assert_eq!(linus(), "0");
-    let run = serve.run(&["call", "execute", "--arg", insert], "a\ny\n");
+    let run = serve.run(&["call", "execute", "--arg", insert], "y\n");
     run.expect_code(0);
     assert!(run.stdout.contains("1 row changed"), "{}", run.stdout);
     assert_eq!(linus(), "1");

@@ -180,8 +180,15 @@ fn db_flags_name_databases_and_replace_the_sample() {
     );
     run.expect_code(0);
     assert_eq!(table_names(&run.json()), SAMPLE_NAMES);
+    // The schema says so: mcp call stops before sending.
     let run = serve.run(&["call", "list_tables"], "");
-    run.expect_code(1);
+    run.expect_code(4);
+    assert!(
+        run.stderr
+            .contains(r#"missing required argument "database""#),
+        "{}",
+        run.stderr
+    );
     // --max-rows applies to every database, and truncation is flagged.
     let run = serve.run(
         &[
@@ -213,7 +220,7 @@ fn writes_are_declined_or_approved_in_the_terminal() {
     let count = || sqlite_scalar(&db, "select count(*) from categories where name = 'Bikes'");
 
     // Declined: nothing runs; the question showed the exact statement.
-    let run = serve.run(&["call", "execute", "--arg", insert], "d\n");
+    let run = serve.run(&["call", "execute", "--arg", insert], ":decline\n");
     run.expect_code(1);
     assert!(run.stdout.contains("declined"), "{}", run.stdout);
     assert!(
@@ -226,21 +233,18 @@ fn writes_are_declined_or_approved_in_the_terminal() {
 
     // Cancelled, or accepted without ticking the box: nothing runs either.
     serve
-        .run(&["call", "execute", "--arg", insert], "c\n")
+        .run(&["call", "execute", "--arg", insert], ":cancel\n")
         .expect_code(1);
-    let run = serve.run(&["call", "execute", "--arg", insert], "a\nn\n");
+    let run = serve.run(&["call", "execute", "--arg", insert], "n\n");
     run.expect_code(1);
     assert!(run.stdout.contains("without ticking"), "{}", run.stdout);
     serve
-        .run(
-            &["call", "execute", "--arg", insert, "--no-input"],
-            "a\ny\n",
-        )
+        .run(&["call", "execute", "--arg", insert, "--no-input"], "y\n")
         .expect_code(1);
     assert_eq!(count(), "0");
 
     // Approved: it runs once.
-    let run = serve.run(&["call", "execute", "--arg", insert], "a\ny\n");
+    let run = serve.run(&["call", "execute", "--arg", insert], "y\n");
     run.expect_code(0);
     assert!(run.stdout.contains("1 row changed"), "{}", run.stdout);
     assert_eq!(count(), "1");

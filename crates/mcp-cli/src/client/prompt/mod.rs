@@ -2,17 +2,22 @@
 //! schema's checks, then the answer; URL elicitations ask for consent and never open the URL.
 //!
 //! Questions go to stderr (stdout keeps the result); answers are read line by line from stdin, so a
-//! script can pipe them in. When the input ends, the elicitation is cancelled.
+//! script can pipe them in: a form asks its fields straight away (`echo Ada | mcp call ...` fills
+//! the first one). `:decline` or `:cancel` typed at any prompt answers that instead, and when the
+//! input ends, the elicitation is cancelled.
 
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, Write};
 
 use mcp_types::{
     ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult, ElicitValue, NumberSchema,
-    NumberType, PrimitiveSchemaDefinition as P, StringFormat, StringSchema,
+    NumberType, PrimitiveSchemaDefinition as P, StringSchema,
 };
 
+use self::checks::{check_string, format_name, parse_number};
 use super::output::Style;
+
+mod checks;
 
 /// Reads answers from `input` and writes questions to `output`.
 pub(crate) struct Asker<'a, R, W> {
@@ -24,8 +29,18 @@ pub(crate) struct Asker<'a, R, W> {
     echo: bool,
 }
 
-/// The input ended before the answers did.
-struct Eof;
+/// Why a form ended before its last field.
+enum Stop {
+    /// The input ended: cancel.
+    Eof,
+    /// The user typed `:decline`.
+    Decline,
+    /// The user typed `:cancel`.
+    Cancel,
+}
+
+/// What to type at any prompt to decline or cancel instead of answering (also `:d` and `:c`).
+const CONTROL_HINT: &str = "type :decline or :cancel at any prompt to answer that instead";
 
 /// What was typed for a field.
 enum Answer {
@@ -57,12 +72,13 @@ impl<'a, R: BufRead, W: Write> Asker<'a, R, W> {
         self
     }
 
-    /// Reads one line without its line ending; `Err(Eof)` at the end of the input.
-    fn line(&mut self) -> Result<String, Eof> {
+    /// Reads one line without its line ending; `Err(Stop)` at the end of the input or for a
+    /// control word (`:decline`, `:cancel`).
+    fn line(&mut self) -> Result<String, Stop> {
         let _ = self.output.flush();
         let mut line = String::new();
         match self.input.read_line(&mut line) {
-            Ok(0) | Err(_) => Err(Eof),
+            Ok(0) | Err(_) => Err(Stop::Eof),
             Ok(_) => {
                 while line.ends_with(['\n', '\r']) {
                     line.pop();
@@ -70,7 +86,11 @@ impl<'a, R: BufRead, W: Write> Asker<'a, R, W> {
                 if self.echo {
                     let _ = writeln!(self.output, "{line}");
                 }
-                Ok(line)
+                match line.trim().to_ascii_lowercase().as_str() {
+                    ":d" | ":decline" => Err(Stop::Decline),
+                    ":c" | ":cancel" => Err(Stop::Cancel),
+                    _ => Ok(line),
+                }
             }
         }
     }
@@ -79,7 +99,7 @@ impl<'a, R: BufRead, W: Write> Asker<'a, R, W> {
         let _ = writeln!(self.output, "{text}");
     }
 
-    fn ask(&mut self, question: &str) -> Result<String, Eof> {
+    fn ask(&mut self, question: &str) -> Result<String, Stop> {
         let _ = write!(self.output, "{question}");
         self.line()
     }
@@ -89,37 +109,50 @@ impl<'a, R: BufRead, W: Write> Asker<'a, R, W> {
         self.say(&text);
     }
 
-    /// The form flow: the message, accept/decline/cancel, then each field.
+    /// The form flow: the message, then each field in the server's order; filling them in is
+    /// accepting, and `:decline` or `:cancel` at any prompt answers that instead.
     pub(crate) fn form(&mut self, params: &ElicitRequestFormParams) -> ElicitResult {
         match self.form_inner(params) {
             Ok(result) => result,
-            Err(Eof) => {
+            Err(Stop::Eof) => {
                 self.say("  (the input ended: the request is cancelled)");
                 ElicitResult::cancel()
             }
+            Err(Stop::Decline) => ElicitResult::decline(),
+            Err(Stop::Cancel) => ElicitResult::cancel(),
         }
     }
 
-    fn form_inner(&mut self, params: &ElicitRequestFormParams) -> Result<ElicitResult, Eof> {
+    fn form_inner(&mut self, params: &ElicitRequestFormParams) -> Result<ElicitResult, Stop> {
         let schema = &params.requested_schema;
+        let required = schema.required.as_deref().unwrap_or_default();
         let header = self.style.bold("The server asks:");
         self.say(&format!("\n{header} {}", params.message));
-        if !schema.properties.is_empty() {
-            let names: Vec<&str> = schema.properties.iter().map(|(n, _)| n.as_str()).collect();
-            let fields = self.style.dim(&format!("  fields: {}", names.join(", ")));
-            self.say(&fields);
-        }
-        loop {
-            let answer =
-                self.ask("Answer? [a]ccept and fill in, [d]ecline, [c]ancel (default a): ")?;
-            match answer.trim().to_ascii_lowercase().as_str() {
-                "" | "a" | "accept" => break,
-                "d" | "decline" => return Ok(ElicitResult::decline()),
-                "c" | "cancel" => return Ok(ElicitResult::cancel()),
-                _ => self.complain("type a, d or c"),
+        if schema.properties.is_empty() {
+            // Nothing to fill in: the answer itself is the only question.
+            loop {
+                let answer = self.ask("  [a]ccept, [d]ecline or [c]ancel (default a)> ")?;
+                match answer.trim().to_ascii_lowercase().as_str() {
+                    "" | "a" | "accept" => return Ok(ElicitResult::accept(BTreeMap::new())),
+                    "d" | "decline" => return Ok(ElicitResult::decline()),
+                    "c" | "cancel" => return Ok(ElicitResult::cancel()),
+                    _ => self.complain("type a, d or c"),
+                }
             }
         }
-        let required = schema.required.as_deref().unwrap_or_default();
+        let names: Vec<String> = schema
+            .properties
+            .iter()
+            .map(|(n, _)| {
+                let star = if required.contains(n) { "*" } else { "" };
+                format!("{n}{star}")
+            })
+            .collect();
+        let fields = self.style.dim(&format!(
+            "  fields: {} (* required); {CONTROL_HINT}",
+            names.join(", ")
+        ));
+        self.say(&fields);
         let mut content = BTreeMap::new();
         for (name, field) in &schema.properties {
             let is_required = required.iter().any(|r| r == name);
@@ -138,11 +171,16 @@ impl<'a, R: BufRead, W: Write> Asker<'a, R, W> {
         self.say(&format!("  URL: {url}"));
         self.say("  (mcp does not open or fetch it: open it yourself if you trust it)");
         loop {
-            let Ok(answer) =
-                self.ask("Consent? [y]es I will open it, [n]o decline, [c]ancel (default n): ")
-            else {
-                self.say("  (the input ended: the request is cancelled)");
-                return ElicitResult::cancel();
+            let answer = match self
+                .ask("Consent? [y]es I will open it, [n]o decline, [c]ancel (default n): ")
+            {
+                Ok(answer) => answer,
+                Err(Stop::Decline) => return ElicitResult::decline(),
+                Err(Stop::Cancel) => return ElicitResult::cancel(),
+                Err(Stop::Eof) => {
+                    self.say("  (the input ended: the request is cancelled)");
+                    return ElicitResult::cancel();
+                }
             };
             match answer.trim().to_ascii_lowercase().as_str() {
                 "y" | "yes" => return ElicitResult::accept_url(),
@@ -154,7 +192,12 @@ impl<'a, R: BufRead, W: Write> Asker<'a, R, W> {
     }
 
     /// Asks for one field until the answer passes its checks; `None` leaves an optional field out.
-    fn field(&mut self, name: &str, field: &P, required: bool) -> Result<Option<ElicitValue>, Eof> {
+    fn field(
+        &mut self,
+        name: &str,
+        field: &P,
+        required: bool,
+    ) -> Result<Option<ElicitValue>, Stop> {
         let (title, description) = labels(field);
         let label = title.unwrap_or(name);
         let mut heading = format!(
@@ -225,7 +268,7 @@ impl<'a, R: BufRead, W: Write> Asker<'a, R, W> {
 
     /// Reads an answer: text, or (when empty) the default, or leaving an optional field out; a
     /// required field without a default is asked again.
-    fn read(&mut self, hint: &str, default: Option<&str>, required: bool) -> Result<Answer, Eof> {
+    fn read(&mut self, hint: &str, default: Option<&str>, required: bool) -> Result<Answer, Stop> {
         let default_text = default
             .map(|d| format!(" (default {d})"))
             .unwrap_or_default();
@@ -244,7 +287,7 @@ impl<'a, R: BufRead, W: Write> Asker<'a, R, W> {
         }
     }
 
-    fn string(&mut self, s: &StringSchema, required: bool) -> Result<Option<ElicitValue>, Eof> {
+    fn string(&mut self, s: &StringSchema, required: bool) -> Result<Option<ElicitValue>, Stop> {
         let mut hint = vec!["text".to_owned()];
         if let Some(format) = &s.format {
             hint.push(format_name(format).to_owned());
@@ -267,7 +310,7 @@ impl<'a, R: BufRead, W: Write> Asker<'a, R, W> {
         }
     }
 
-    fn number(&mut self, n: &NumberSchema, required: bool) -> Result<Option<ElicitValue>, Eof> {
+    fn number(&mut self, n: &NumberSchema, required: bool) -> Result<Option<ElicitValue>, Stop> {
         let integer = n.r#type == NumberType::Integer;
         let kind = if integer { "integer" } else { "number" };
         let range = match (n.minimum, n.maximum) {
@@ -293,7 +336,7 @@ impl<'a, R: BufRead, W: Write> Asker<'a, R, W> {
         &mut self,
         default: Option<bool>,
         required: bool,
-    ) -> Result<Option<ElicitValue>, Eof> {
+    ) -> Result<Option<ElicitValue>, Stop> {
         let hint = match default {
             Some(true) => "[Y/n]",
             Some(false) => "[y/N]",
@@ -333,7 +376,7 @@ impl<'a, R: BufRead, W: Write> Asker<'a, R, W> {
         choices: Vec<Choice>,
         default: Option<&str>,
         required: bool,
-    ) -> Result<Option<ElicitValue>, Eof> {
+    ) -> Result<Option<ElicitValue>, Stop> {
         self.list_choices(&choices);
         let hint = format!("[choose 1-{}]", choices.len());
         loop {
@@ -353,7 +396,7 @@ impl<'a, R: BufRead, W: Write> Asker<'a, R, W> {
         default: Option<&[String]>,
         (min, max): (Option<u64>, Option<u64>),
         required: bool,
-    ) -> Result<Option<ElicitValue>, Eof> {
+    ) -> Result<Option<ElicitValue>, Stop> {
         self.list_choices(&choices);
         let mut hint = format!("[choose any of 1-{}, separated by commas", choices.len());
         match (min, max) {
@@ -435,163 +478,6 @@ fn pick(choices: &[Choice], answer: &str) -> Option<String> {
         .map(|c| c.value.clone())
 }
 
-fn format_name(format: &StringFormat) -> &'static str {
-    match format {
-        StringFormat::Email => "email",
-        StringFormat::Uri => "URI",
-        StringFormat::Date => "date YYYY-MM-DD",
-        StringFormat::DateTime => "date-time YYYY-MM-DDTHH:MM:SSZ",
-    }
-}
-
-/// The checks of a string field: length in characters, then format.
-pub(crate) fn check_string(s: &StringSchema, value: &str) -> Result<(), String> {
-    let len = value.chars().count() as u64;
-    if let Some(min) = s.min_length
-        && len < min
-    {
-        return Err(format!("at least {min} characters, please ({len} given)"));
-    }
-    if let Some(max) = s.max_length
-        && len > max
-    {
-        return Err(format!("at most {max} characters, please ({len} given)"));
-    }
-    let ok = match &s.format {
-        None => true,
-        Some(StringFormat::Email) => is_email(value),
-        Some(StringFormat::Uri) => is_uri(value),
-        Some(StringFormat::Date) => is_date(value),
-        Some(StringFormat::DateTime) => is_date_time(value),
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "not a valid {}",
-            format_name(s.format.as_ref().expect("a format failed"))
-        ))
-    }
-}
-
-fn is_email(value: &str) -> bool {
-    let Some((local, domain)) = value.rsplit_once('@') else {
-        return false;
-    };
-    !local.is_empty()
-        && !domain.is_empty()
-        && !value.chars().any(char::is_whitespace)
-        && domain.contains('.')
-        && !domain.starts_with('.')
-        && !domain.ends_with('.')
-}
-
-fn is_uri(value: &str) -> bool {
-    let Some((scheme, rest)) = value.split_once(':') else {
-        return false;
-    };
-    let mut chars = scheme.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-        && !rest.is_empty()
-        && !value.chars().any(|c| c.is_whitespace() || c.is_control())
-}
-
-fn digits(text: &str, n: usize) -> Option<u32> {
-    (text.len() == n && text.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| text.parse().ok())
-        .flatten()
-}
-
-fn is_date(value: &str) -> bool {
-    let mut parts = value.split('-');
-    let (Some(y), Some(m), Some(d), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return false;
-    };
-    let (Some(y), Some(m), Some(d)) = (digits(y, 4), digits(m, 2), digits(d, 2)) else {
-        return false;
-    };
-    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let days = match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return false,
-    };
-    (1..=days).contains(&d)
-}
-
-/// RFC 3339: `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`.
-fn is_date_time(value: &str) -> bool {
-    let Some((date, time)) = value.split_once(['T', 't']) else {
-        return false;
-    };
-    if !is_date(date) {
-        return false;
-    }
-    let (clock, zone) = if let Some(clock) = time.strip_suffix(['Z', 'z']) {
-        (clock, None)
-    } else if let Some(at) = time.rfind(['+', '-']) {
-        (&time[..at], Some(&time[at + 1..]))
-    } else {
-        return false;
-    };
-    let clock = clock.split_once('.').map_or(clock, |(c, frac)| {
-        if !frac.is_empty() && frac.bytes().all(|b| b.is_ascii_digit()) {
-            c
-        } else {
-            ""
-        }
-    });
-    let hms: Vec<&str> = clock.split(':').collect();
-    let ok_clock = hms.len() == 3
-        && digits(hms[0], 2).is_some_and(|h| h < 24)
-        && digits(hms[1], 2).is_some_and(|m| m < 60)
-        && digits(hms[2], 2).is_some_and(|s| s <= 60);
-    let ok_zone = zone.is_none_or(|z| {
-        z.split_once(':').is_some_and(|(h, m)| {
-            digits(h, 2).is_some_and(|h| h < 24) && digits(m, 2).is_some_and(|m| m < 60)
-        })
-    });
-    ok_clock && ok_zone
-}
-
-/// Parses and range-checks a number field's answer.
-pub(crate) fn parse_number(n: &NumberSchema, text: &str) -> Result<serde_json::Number, String> {
-    let integer = n.r#type == NumberType::Integer;
-    let (value, number) = if integer {
-        let v: i64 = text
-            .parse()
-            .map_err(|_| format!("{text:?} is not a whole number"))?;
-        (v as f64, serde_json::Number::from(v))
-    } else {
-        let v: f64 = text
-            .parse()
-            .ok()
-            .filter(|v: &f64| v.is_finite())
-            .ok_or_else(|| format!("{text:?} is not a number"))?;
-        let number = match text.parse::<i64>() {
-            Ok(i) => serde_json::Number::from(i),
-            Err(_) => serde_json::Number::from_f64(v).ok_or("not a finite number")?,
-        };
-        (v, number)
-    };
-    if let Some(min) = n.minimum
-        && value < min
-    {
-        return Err(format!("at least {min}, please"));
-    }
-    if let Some(max) = n.maximum
-        && value > max
-    {
-        return Err(format!("at most {max}, please"));
-    }
-    Ok(number)
-}
-
 /// Writes a note to stderr for an elicitation declined without asking (`--no-input`).
 pub(crate) fn note_declined(style: &Style, message: &str) {
     let mut err = io::stderr();
@@ -606,8 +492,8 @@ pub(crate) fn note_declined(style: &Style, message: &str) {
 mod tests {
     use super::*;
     use mcp_types::{
-        BooleanSchema, ElicitAction, EnumOption, RequestedSchema, TitledMultiSelectEnumSchema,
-        TitledSingleSelectEnumSchema, UntitledSingleSelectEnumSchema,
+        BooleanSchema, ElicitAction, EnumOption, RequestedSchema, StringFormat,
+        TitledMultiSelectEnumSchema, TitledSingleSelectEnumSchema, UntitledSingleSelectEnumSchema,
     };
     use serde_json::json;
 
@@ -656,11 +542,10 @@ mod tests {
 
     #[test]
     fn a_form_with_every_kind_of_field() {
-        // accept; email: invalid, too short, then good; nick: default; age: not a number, out of
+        // email: invalid, too short, then good; nick: default; age: not a number, out of
         // range, then 42; colour: default; size: by label; toppings: three (too many) then 1,3;
         // extra: y.
-        let input =
-            "a\nnot-an-email\na@b\nme@example.com\n\nabc\n200\n42\n\nlarge\n1,2,3\n1, 3\ny\n";
+        let input = "not-an-email\na@b\nme@example.com\n\nabc\n200\n42\n\nlarge\n1,2,3\n1, 3\ny\n";
         let (result, transcript) = run_form(&rich(), input);
         assert_eq!(result.action, ElicitAction::Accept, "{transcript}");
         assert_eq!(
@@ -671,6 +556,13 @@ mod tests {
             })
         );
         assert!(transcript.contains("The server asks: Order a pizza"));
+        assert!(
+            transcript.contains(
+                "fields: email*, nick, age*, colour, size*, toppings, extra (* required); \
+                 type :decline or :cancel"
+            ),
+            "{transcript}"
+        );
         assert!(transcript.contains("not a valid email"));
         assert!(transcript.contains("at least 5 characters"));
         assert!(transcript.contains("is not a whole number"));
@@ -697,13 +589,54 @@ mod tests {
     #[test]
     fn decline_cancel_and_end_of_input() {
         let params = rich();
-        assert_eq!(run_form(&params, "d\n").0.action, ElicitAction::Decline);
-        assert_eq!(run_form(&params, "cancel\n").0.action, ElicitAction::Cancel);
         assert_eq!(
-            run_form(&params, "a\nme@example.com\n").0.action,
+            run_form(&params, ":decline\n").0.action,
+            ElicitAction::Decline
+        );
+        assert_eq!(run_form(&params, " :D \n").0.action, ElicitAction::Decline);
+        assert_eq!(
+            run_form(&params, ":cancel\n").0.action,
             ElicitAction::Cancel
         );
+        // At any field, not only the first.
+        assert_eq!(
+            run_form(&params, "me@example.com\n\n:decline\n").0.action,
+            ElicitAction::Decline
+        );
+        assert_eq!(
+            run_form(&params, "me@example.com\n:c\n").0.action,
+            ElicitAction::Cancel
+        );
+        // The input ends mid-form, or at once.
+        let (result, transcript) = run_form(&params, "me@example.com\n");
+        assert_eq!(result.action, ElicitAction::Cancel);
+        assert!(transcript.contains("the input ended"), "{transcript}");
         assert_eq!(run_form(&params, "").0.action, ElicitAction::Cancel);
+        // An answer that only looks like a word is a value: "d" is a valid nickname.
+        let named = ElicitRequestFormParams::new(
+            "?",
+            RequestedSchema::new().required_property("name", StringSchema::new()),
+        );
+        assert_eq!(content(&run_form(&named, "d\n").0), json!({"name": "d"}));
+    }
+
+    #[test]
+    fn a_form_without_fields_asks_for_the_answer_alone() {
+        let empty = ElicitRequestFormParams::new("Continue?", RequestedSchema::new());
+        let (result, transcript) = run_form(&empty, "\n");
+        assert_eq!(result.action, ElicitAction::Accept);
+        assert_eq!(content(&result), json!({}));
+        assert!(
+            transcript.contains("[a]ccept, [d]ecline or [c]ancel"),
+            "{transcript}"
+        );
+        assert_eq!(run_form(&empty, "d\n").0.action, ElicitAction::Decline);
+        assert_eq!(run_form(&empty, "what\nc\n").0.action, ElicitAction::Cancel);
+        assert_eq!(
+            run_form(&empty, ":decline\n").0.action,
+            ElicitAction::Decline
+        );
+        assert_eq!(run_form(&empty, "").0.action, ElicitAction::Cancel);
     }
 
     #[test]
@@ -714,6 +647,7 @@ mod tests {
             ("y\n", ElicitAction::Accept),
             ("\n", ElicitAction::Decline),
             ("what\nc\n", ElicitAction::Cancel),
+            (":cancel\n", ElicitAction::Cancel),
             ("", ElicitAction::Cancel),
         ] {
             let mut out = Vec::new();
@@ -725,22 +659,5 @@ mod tests {
                 "{text}"
             );
         }
-    }
-
-    #[test]
-    fn formats() {
-        assert!(
-            is_email("a@b.co") && !is_email("a@b") && !is_email("a b@c.d") && !is_email("@b.c")
-        );
-        assert!(is_uri("https://x") && is_uri("urn:isbn:1") && !is_uri("nope") && !is_uri("1x:y"));
-        assert!(is_date("2024-02-29") && !is_date("2023-02-29") && !is_date("2024-13-01"));
-        assert!(is_date_time("2024-01-02T03:04:05Z"));
-        assert!(is_date_time("2024-01-02T03:04:05.123+05:30"));
-        assert!(!is_date_time("2024-01-02 03:04:05Z") && !is_date_time("2024-01-02T25:00:00Z"));
-        assert!(!is_date_time("2024-01-02T03:04:05"));
-        let n = NumberSchema::number().with_range(Some(-1.0), Some(1.0));
-        assert_eq!(parse_number(&n, "0.5").unwrap().as_f64(), Some(0.5));
-        assert_eq!(parse_number(&n, "1").unwrap().as_i64(), Some(1));
-        assert!(parse_number(&n, "2").is_err() && parse_number(&n, "NaN").is_err());
     }
 }
