@@ -32,6 +32,20 @@ impl Limits {
     /// The largest `max_rows` accepted; above it a single result would not fit in a model's context.
     pub const MAX_ROWS_CEILING: usize = 100_000;
 
+    /// The smallest [`value_cap`](Self::value_cap), whatever `max_bytes` says: room for the
+    /// intermediate values of ordinary queries (a `group_concat`, a `printf`) under a small budget.
+    pub const MIN_VALUE_CAP: usize = 1024 * 1024;
+
+    /// The most bytes one value may take: four times `max_bytes`, and at least
+    /// [`MIN_VALUE_CAP`](Self::MIN_VALUE_CAP). A value that large could never be returned (it
+    /// would not fit in `max_bytes`), so a read refuses to build or receive a larger one rather
+    /// than spend the memory and time first: SQLite's length limit stops it as it is built,
+    /// PostgreSQL's is refused as it is decoded. The headroom lets a query compute with values
+    /// somewhat larger than it returns (`length(x)` of a long text, say).
+    pub fn value_cap(&self) -> usize {
+        self.max_bytes.saturating_mul(4).max(Self::MIN_VALUE_CAP)
+    }
+
     /// Checks that every limit is usable: at least one row and one byte, a non-zero timeout, and
     /// `max_rows` at most [`MAX_ROWS_CEILING`](Self::MAX_ROWS_CEILING).
     pub fn validate(&self) -> Result<(), &'static str> {

@@ -92,6 +92,9 @@ pub(crate) enum ExecError {
     Empty,
     /// The database reported an error (syntax, missing table, constraint, ...).
     Sql(String),
+    /// A value would have been larger than the cap derived from the byte limit
+    /// ([`Limits::value_cap`](crate::Limits::value_cap)), so it was not built or not decoded.
+    TooBig(usize),
     /// The statement ran longer than the limit and was stopped.
     Timeout(Duration),
     /// The client cancelled the request and the statement was stopped.
@@ -124,6 +127,11 @@ impl ExecError {
             ExecError::MultipleStatements => "Refused: send exactly one SQL statement per call; the text holds more than one. Nothing was run. Split it and call the tool once per statement.".to_owned(),
             ExecError::Empty => "The SQL text holds no statement (only whitespace or comments).".to_owned(),
             ExecError::Sql(message) => format!("SQL error: {message}"),
+            ExecError::TooBig(cap) => format!(
+                "Refused: a single value would be larger than {cap} bytes, the most one value may take \
+                 here (four times the byte limit of a result, max_bytes; `mcp serve --max-bytes`). \
+                 Nothing was returned. Select a part of it (substr), its length, or an aggregate instead."
+            ),
             ExecError::Timeout(limit) => format!(
                 "The statement was stopped after {} (the time limit for one call){}. Make it cheaper: filter with WHERE on indexed columns, add a LIMIT, or aggregate.",
                 human_duration(*limit),

@@ -33,8 +33,10 @@
 //!   (it could escape with `COPY ... TO PROGRAM`) unless explicitly allowed.
 //!
 //! Parameters are always bound (`params`, JSON primitives), never interpolated. Each call has a row
-//! limit, a byte limit (both flag `truncated`) and a time limit; a client cancellation stops the
-//! running statement (SQLite's interrupt, PostgreSQL's cancel request).
+//! limit, a byte limit (both flag `truncated`) and a time limit; a read refuses a single value over
+//! [`Limits::value_cap`] (SQLite's length limit, checked before it allocates; PostgreSQL values
+//! before they are decoded); a client cancellation stops the running statement (SQLite's
+//! interrupt, PostgreSQL's cancel request).
 //!
 //! Writes go through `execute`, which asks the user through MRTR elicitation to approve the exact
 //! statement and parameters (a client without form elicitation gets -32021). The approval rides on

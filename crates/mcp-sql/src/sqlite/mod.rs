@@ -17,9 +17,6 @@ use crate::value::Param;
 use policy::Mode;
 use pool::{Pool, Slot};
 
-/// The largest single value a read may build, whatever `max_bytes` says.
-const MIN_VALUE_CAP: usize = 64 * 1024 * 1024;
-
 pub(crate) struct SqliteDb {
     path: PathBuf,
     readers: Pool,
@@ -42,7 +39,9 @@ impl SqliteDb {
         } else {
             None
         };
-        let cap = db.limits.max_bytes.saturating_mul(4).max(MIN_VALUE_CAP);
+        // Reads never build a value they could not return (`Limits::value_cap`). The per-call
+        // `max_rows` may only lower the row limit, so the byte limit is fixed per database.
+        let cap = db.limits.value_cap();
         let readers = (0..config.read_connections.max(1))
             .map(|_| Slot::open(&path, Mode::Read, false, busy, cap))
             .collect::<Result<Vec<_>, _>>()

@@ -21,6 +21,8 @@ use crate::error::ExecError;
 pub(crate) struct Slot {
     pub(crate) conn: Connection,
     pub(crate) policy: Policy,
+    /// The length limit set from the byte budget (reads), so that hitting it can be explained.
+    value_cap: Option<usize>,
 }
 
 impl Slot {
@@ -32,6 +34,7 @@ impl Slot {
         busy: Duration,
         max_value_bytes: usize,
     ) -> rusqlite::Result<Slot> {
+        debug_assert!(mode == Mode::Write || max_value_bytes > 0);
         use rusqlite::config::DbConfig;
         use rusqlite::limits::Limit;
 
@@ -57,21 +60,30 @@ impl Slot {
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_ATTACH_CREATE, false)?;
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_ATTACH_WRITE, false)?;
         conn.set_limit(Limit::SQLITE_LIMIT_ATTACHED, 0)?;
-        match mode {
+        let value_cap = match mode {
             Mode::Read => {
                 conn.pragma_update(None, "query_only", true)?;
-                // No single value larger than this may be built (zeroblob(1e9), say).
+                // No single value larger than this may be built (randomblob(1e9), a string
+                // doubled in a recursive query): SQLite checks the size before it allocates, so
+                // such a statement fails at once instead of after seconds and gigabytes.
                 let cap = i32::try_from(max_value_bytes).unwrap_or(i32::MAX);
                 conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, cap)?;
+                Some(usize::try_from(cap).unwrap_or(usize::MAX))
             }
             Mode::Write => {
+                // An approved write may store values of any size the engine allows.
                 conn.pragma_update(None, "foreign_keys", true)?;
+                None
             }
-        }
+        };
         // Installed last: the setup pragmas above would be refused by it.
         let policy = Policy::new(mode);
         policy.install(&mut conn)?;
-        Ok(Slot { conn, policy })
+        Ok(Slot {
+            conn,
+            policy,
+            value_cap,
+        })
     }
 }
 
@@ -112,6 +124,7 @@ pub(crate) struct Control {
     deadline: Instant,
     cancel: CancellationToken,
     abandoned: Arc<AtomicBool>,
+    value_cap: Option<usize>,
 }
 
 impl Control {
@@ -136,6 +149,9 @@ impl Control {
             } else {
                 ExecError::Refused(denial.why)
             };
+        }
+        if let (Some(ErrorCode::TooBig), Some(cap)) = (err.sqlite_error_code(), self.value_cap) {
+            return ExecError::TooBig(cap);
         }
         match err.sqlite_error_code() {
             Some(ErrorCode::OperationInterrupted) => {
@@ -245,6 +261,7 @@ impl Pool {
             deadline,
             cancel: cancel.clone(),
             abandoned,
+            value_cap: lease.slot.as_ref().and_then(|s| s.value_cap),
         };
         let task = tokio::task::spawn_blocking(move || {
             let mut lease = lease;

@@ -421,6 +421,33 @@ async fn results_are_cut_at_the_row_and_byte_limits() {
 }
 
 #[tokio::test]
+async fn a_single_value_over_the_byte_budget_is_refused_before_it_is_decoded() {
+    let fx = PgFixture::new("CREATE TABLE t (id int);").await;
+    let limits = Limits {
+        max_bytes: 100_000,
+        ..Limits::default()
+    };
+    let client = client(&fx, limits).await;
+    // Four times the budget, at least 1 MiB: the bytes a value may take on the wire.
+    for sql in [
+        "SELECT repeat('x', 30000000)",
+        "SELECT decode(repeat('ab', 2000000), 'hex')",
+    ] {
+        let result = client.call("query", json!({"sql": sql})).await;
+        let message = tool_error(&result);
+        assert!(
+            message.contains("1048576 bytes") && message.contains("max_bytes"),
+            "{sql}: {message}"
+        );
+    }
+    // Under the cap, a value over the budget is still cut as before.
+    let cut = client
+        .call("query", json!({"sql": "SELECT repeat('x', 500000)"}))
+        .await;
+    assert_eq!(ok(&cut)["truncated_reason"], json!("max_bytes"));
+}
+
+#[tokio::test]
 async fn privileged_roles_are_refused_unless_allowed() {
     let fx = PgFixture::new("CREATE TABLE t (a int); INSERT INTO t VALUES (7);").await;
     let (_, admin) = pg_admin().await;

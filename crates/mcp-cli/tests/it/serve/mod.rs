@@ -4,6 +4,7 @@
 
 mod config;
 mod files;
+mod limits;
 mod observe;
 mod postgres;
 mod sqlite;
