@@ -117,7 +117,7 @@ mod value;
 
 pub use adapter::{DEFAULT_DATABASE, SqlAdapter};
 pub use config::{DatabaseConfig, Limits, PostgresConfig, SqliteConfig};
-pub use database::{Database, URI_SCHEME};
+pub use database::{Database, PoolStats, URI_SCHEME};
 pub use error::SqlError;
 pub use ledger::LEDGER_TABLE;
 pub use sample::{SAMPLE_TABLES, SAMPLE_VIEWS, SampleOutcome, create_sample_database};

@@ -103,6 +103,17 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "DURATION", value_parser = file::parse_duration)]
     query_timeout: Option<Duration>,
 
+    /// The longest a call waits for a free database connection when all are taken by other
+    /// calls, on every database; after it the call is refused as busy (a tool error). It counts
+    /// toward --query-timeout. Seconds, or with a unit (500ms, 30s) [default: 5s].
+    #[arg(long, value_name = "DURATION", value_parser = file::parse_duration)]
+    connection_wait: Option<Duration>,
+
+    /// Read-only connections of every SQLite database, the sample's too: how many reads run at
+    /// once (1 to 64) [default: one per CPU, between 4 and 16].
+    #[arg(long, value_name = "N")]
+    read_connections: Option<usize>,
+
     /// Allow changes on every database through the `execute` tool; the user approves each
     /// statement (elicitation) before it runs once.
     #[arg(long)]

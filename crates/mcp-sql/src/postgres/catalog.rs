@@ -1,9 +1,11 @@
 //! The PostgreSQL catalog: the role check at connection time, the table list with definition
 //! digests, and table descriptions.
 
+use std::time::Duration;
+
 use tokio_postgres::Client;
 
-use super::pool::PgPool;
+use super::pool::{GetError, PgPool};
 use crate::engine::Description;
 use crate::error::SqlError;
 use crate::output::{ColumnDef, ForeignKey, IndexDef};
@@ -14,7 +16,17 @@ pub(super) async fn check_role(pool: &PgPool, database: &str, allow: bool) -> Re
         database: database.to_owned(),
         source,
     };
-    let mut conn = pool.get().await.map_err(fail)?;
+    // Checked while the pool is new, so a connection is free at once.
+    let mut conn = match pool.get(Duration::from_secs(60)).await {
+        Ok(conn) => conn,
+        Err(GetError::Connect(e)) => return Err(fail(e)),
+        Err(GetError::Busy { .. }) => {
+            return Err(SqlError::Catalog {
+                database: database.to_owned(),
+                message: "every connection was busy while the role was checked".into(),
+            });
+        }
+    };
     let row = conn
         .client()
         .query_one(

@@ -23,7 +23,7 @@ use crate::error::{ExecError, SqlError};
 use crate::output::{Column, Rows};
 use crate::value::{Collector, Param, Truncation};
 use catalog::{TABLES, check_role, describe};
-use pool::{PgConn, PgPool};
+use pool::{GetError, PgConn, PgPool};
 use types::{RawValue, TextParam, decode};
 
 /// How long past the call's deadline the adapter waits for the server's own `statement_timeout`
@@ -79,6 +79,13 @@ fn parse(url: &str, database: &str) -> Result<Config, SqlError> {
 }
 
 impl PgDb {
+    /// The read pool's state, and the write pool's when writes are allowed.
+    pub(crate) fn pools(&self) -> Vec<crate::database::PoolStats> {
+        let mut pools = vec![self.reader.stats("read")];
+        pools.extend(self.writer.as_ref().map(|w| w.stats("write")));
+        pools
+    }
+
     /// Connects the read pool (and the write pool, if writes are allowed), checking that each role
     /// cannot escape a transaction through server files or programs.
     pub(crate) async fn connect(
@@ -120,11 +127,15 @@ impl PgDb {
         F: for<'c> FnOnce(&'c mut Client) -> Job<'c, T>,
     {
         let deadline = Instant::now() + limits.timeout;
+        let wait = limits.connection_wait.min(limits.timeout);
         let mut conn: PgConn = tokio::select! {
             biased;
             () = cancel.cancelled() => return Err(ExecError::Cancelled),
             () = tokio::time::sleep_until(deadline.into()) => return Err(ExecError::Timeout(limits.timeout)),
-            conn = pool.get() => conn.map_err(|e| ExecError::Unavailable(e.to_string()))?,
+            conn = pool.get(wait) => conn.map_err(|e| match e {
+                GetError::Busy { connections } => ExecError::Busy { connections, waited: wait },
+                GetError::Connect(e) => ExecError::Unavailable(e.to_string()),
+            })?,
         };
         let token = conn.client().cancel_token();
         conn.start();

@@ -6,7 +6,7 @@
 //! so an interrupt sent on behalf of one call can never reach the next call's statement.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -15,6 +15,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::policy::{Mode, Policy};
+use crate::database::PoolStats;
 use crate::error::ExecError;
 
 /// One pooled connection and the authorizer state installed on it.
@@ -90,6 +91,26 @@ impl Slot {
 struct Shared {
     idle: Mutex<Vec<Slot>>,
     permits: Arc<Semaphore>,
+    /// How many connections the pool holds.
+    size: usize,
+    /// Calls waiting for a free connection now.
+    waiting: AtomicUsize,
+}
+
+/// Counts a call as waiting for as long as it lives (the call's future may be dropped mid-wait).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn new(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Waiting(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// A fixed set of connections to one database file.
@@ -209,20 +230,60 @@ impl Drop for Interrupter {
 impl Pool {
     /// A pool over already opened connections.
     pub(crate) fn new(slots: Vec<Slot>) -> Pool {
-        let permits = Arc::new(Semaphore::new(slots.len()));
+        let size = slots.len();
         Pool {
             shared: Arc::new(Shared {
                 idle: Mutex::new(slots),
-                permits,
+                permits: Arc::new(Semaphore::new(size)),
+                size,
+                waiting: AtomicUsize::new(0),
             }),
         }
     }
 
+    /// The pool's state now: its size, the connections in use and the calls waiting for one.
+    pub(crate) fn stats(&self, pool: &'static str) -> PoolStats {
+        let shared = &self.shared;
+        PoolStats {
+            pool,
+            size: shared.size,
+            in_use: shared
+                .size
+                .saturating_sub(shared.permits.available_permits()),
+            waiting: shared.waiting.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Takes a connection's permit, waiting at most `wait` for one to come free.
+    async fn acquire(
+        &self,
+        wait: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<OwnedSemaphorePermit, ExecError> {
+        let closed = |_| ExecError::Unavailable("the connection pool is closed".into());
+        match self.shared.permits.clone().try_acquire_owned() {
+            Ok(permit) => return Ok(permit),
+            Err(tokio::sync::TryAcquireError::Closed) => return Err(closed(())),
+            Err(tokio::sync::TryAcquireError::NoPermits) => {}
+        }
+        let _waiting = Waiting::new(&self.shared.waiting);
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(ExecError::Cancelled),
+            () = tokio::time::sleep(wait) => Err(ExecError::Busy {
+                connections: self.shared.size,
+                waited: wait,
+            }),
+            permit = self.shared.permits.clone().acquire_owned() => permit.map_err(|_| closed(())),
+        }
+    }
+
     /// Runs `job` on a pooled connection in a blocking task, under a deadline of `limit` and the
-    /// request's cancellation token; waiting for a free connection counts toward the deadline.
+    /// request's cancellation token. Waiting for a free connection counts toward the deadline and
+    /// lasts at most `wait` (and at most `limit`), after which the call is refused as busy.
     pub(crate) async fn run<T, F>(
         &self,
-        limit: Duration,
+        (limit, wait): (Duration, Duration),
         cancel: &CancellationToken,
         job: F,
     ) -> Result<T, ExecError>
@@ -231,14 +292,7 @@ impl Pool {
         F: FnOnce(&mut Slot, &Control) -> Result<T, ExecError> + Send + 'static,
     {
         let deadline = Instant::now() + limit;
-        let permit = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return Err(ExecError::Cancelled),
-            () = tokio::time::sleep_until(deadline.into()) => return Err(ExecError::Timeout(limit)),
-            permit = self.shared.permits.clone().acquire_owned() => {
-                permit.map_err(|_| ExecError::Unavailable("the connection pool is closed".into()))?
-            }
-        };
+        let permit = self.acquire(wait.min(limit), cancel).await?;
         let slot = self
             .shared
             .idle

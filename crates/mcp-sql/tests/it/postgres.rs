@@ -391,6 +391,7 @@ async fn results_are_cut_at_the_row_and_byte_limits() {
         max_rows: 50,
         max_bytes: 4096,
         timeout: Duration::from_secs(10),
+        ..Limits::default()
     };
     let client = client(&fx, limits).await;
     let rows = client

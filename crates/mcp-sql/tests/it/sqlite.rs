@@ -420,6 +420,7 @@ async fn results_are_cut_at_the_row_and_byte_limits() {
         max_rows: 50,
         max_bytes: 4096,
         timeout: Duration::from_secs(10),
+        ..Limits::default()
     };
     let adapter = SqlAdapter::sqlite(
         path.as_path(),

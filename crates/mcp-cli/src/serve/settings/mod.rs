@@ -80,6 +80,7 @@ pub(crate) struct KeyFile {
 #[derive(Debug)]
 pub(crate) struct Sample {
     pub data_dir: PathBuf,
+    pub read_connections: usize,
     pub config: DatabaseConfig,
 }
 
@@ -212,11 +213,13 @@ pub(crate) fn resolve(
         max_rows: args.max_rows,
         max_bytes: args.max_bytes,
         timeout: args.query_timeout,
+        connection_wait: args.connection_wait,
     };
     flags.check(&|field| {
         match field {
             "max_rows" => "--max-rows",
             "max_bytes" => "--max-bytes",
+            "connection_wait" => "--connection-wait",
             _ => "--query-timeout",
         }
         .to_owned()
@@ -225,9 +228,13 @@ pub(crate) fn resolve(
         max_rows: file.limits.max_rows,
         max_bytes: file.limits.max_bytes,
         timeout: file.limits.query_timeout.map(|s| s.0),
+        connection_wait: file.limits.connection_wait.map(|s| s.0),
     };
     file_limits.check(&|field| format!("limits.{}", file_key(field)))?;
     let base_limits = flags.over(file_limits.over(Limits::default()));
+    if let Some(n) = args.read_connections {
+        check_read_connections(n, "--read-connections")?;
+    }
 
     // Databases: the file's, then the flags' (a flag's name replaces the file's database).
     let mut databases = Vec::new();
@@ -264,7 +271,10 @@ pub(crate) fn resolve(
         }
         flag_names.push(name.clone());
         let key = format!("--db {name}");
-        let target = target(url, None).map_err(|e| format!("{key}: {e}"))?;
+        let mut target = target(url, None).map_err(|e| format!("{key}: {e}"))?;
+        if let (Target::Sqlite(sqlite), Some(n)) = (&mut target, args.read_connections) {
+            sqlite.read_connections = n;
+        }
         let config = DatabaseConfig {
             limits: base_limits,
             allow_write: args.allow_write,
@@ -298,8 +308,14 @@ pub(crate) fn resolve(
             (None, None, Some(dir)) => in_file(dir),
             (None, None, None) => default_data_dir(env)?,
         };
+        let read_connections = match (args.read_connections, file.sample.read_connections) {
+            (Some(n), _) => n,
+            (None, Some(n)) => check_read_connections(n, "sample.read_connections")?,
+            (None, None) => SqliteConfig::default_read_connections(),
+        };
         Some(Sample {
             data_dir,
+            read_connections,
             config: DatabaseConfig {
                 limits: base_limits,
                 allow_write: args.allow_write || file.sample.allow_write,
@@ -472,6 +488,7 @@ fn file_database(
         max_rows: section.max_rows,
         max_bytes: section.max_bytes,
         timeout: section.query_timeout.map(|s| s.0),
+        connection_wait: section.connection_wait.map(|s| s.0),
     };
     own.check(&|field| format!("{key}.{}", file_key(field)))?;
     let mut target = target(&section.url, Some(in_file)).map_err(|e| format!("{key}.url: {e}"))?;
@@ -506,6 +523,10 @@ fn file_database(
                 ));
             }
             if let Some(n) = section.read_connections {
+                sqlite.read_connections =
+                    check_read_connections(n, &format!("{key}.read_connections"))?;
+            }
+            if let Some(n) = args.read_connections {
                 sqlite.read_connections = n;
             }
         }
@@ -528,6 +549,7 @@ struct Layer {
     max_rows: Option<usize>,
     max_bytes: Option<usize>,
     timeout: Option<Duration>,
+    connection_wait: Option<Duration>,
 }
 
 impl Layer {
@@ -536,11 +558,12 @@ impl Layer {
             max_rows: self.max_rows.unwrap_or(limits.max_rows),
             max_bytes: self.max_bytes.unwrap_or(limits.max_bytes),
             timeout: self.timeout.unwrap_or(limits.timeout),
+            connection_wait: self.connection_wait.unwrap_or(limits.connection_wait),
         }
     }
 
-    /// Checks this layer's values alone; `key` names a field (`max_rows`, `max_bytes`, `timeout`)
-    /// where it was written.
+    /// Checks this layer's values alone; `key` names a field (`max_rows`, `max_bytes`, `timeout`,
+    /// `connection_wait`) where it was written.
     fn check(&self, key: &dyn Fn(&str) -> String) -> Result<(), String> {
         match self.over(Limits::default()).validate() {
             Ok(()) => Ok(()),
@@ -571,6 +594,16 @@ fn check_min<T: PartialOrd + std::fmt::Display + Copy>(
         Err(format!("{key}: must be at least {min}"))
     } else {
         Ok(value)
+    }
+}
+
+/// A number of SQLite read connections, within what the adapter accepts.
+fn check_read_connections(n: usize, key: &str) -> Result<usize, String> {
+    let max = SqliteConfig::MAX_READ_CONNECTIONS;
+    if (1..=max).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!("{key}: must be between 1 and {max}"))
     }
 }
 
