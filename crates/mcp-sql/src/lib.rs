@@ -42,9 +42,10 @@
 //! statement and parameters (a client without form elicitation gets -32021). The approval rides on
 //! the sealed `requestState`, which binds it to these arguments; an answer sent without that state
 //! is never accepted; and the state's nonce is recorded before the statement runs (until the state
-//! expires, in bounded memory, or with [`SqlAdapter::with_shared_approvals`] in a PostgreSQL table
-//! that instances sharing a state key use together), so a retried or replayed request cannot run
-//! the write twice. The
+//! expires: in bounded memory; with [`SqlAdapter::with_approvals_file`] in an SQLite file that
+//! outlives restarts; or with [`SqlAdapter::with_shared_approvals`] in a PostgreSQL table that
+//! instances sharing a state key use together), so a retried or replayed request cannot run the
+//! write twice. The
 //! write runs in a transaction of its own, reports the rows it changed, and refreshes the table
 //! resources.
 //!

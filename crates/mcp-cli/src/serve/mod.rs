@@ -126,12 +126,14 @@ pub(crate) struct ServeArgs {
 
     /// A PostgreSQL URL where used write approvals are recorded (table mcp_used_approvals,
     /// created if missing), so that instances sharing a state key run each approved statement
-    /// once between them [default: in this process's memory].
+    /// once between them [default: the file used-approvals.db in the data folder, which outlives
+    /// restarts and is shared by the processes of one host].
     #[arg(long, value_name = "URL")]
     approval_ledger: Option<String>,
 
-    /// Where the sample database lives [default: $MCP_DATA_DIR, else $XDG_DATA_HOME/mcp-rs, else
-    /// ~/.local/share/mcp-rs].
+    /// The data folder: the sample database, and the record of used write approvals
+    /// (used-approvals.db) when writes are allowed [default: $MCP_DATA_DIR, else
+    /// $XDG_DATA_HOME/mcp-rs, else ~/.local/share/mcp-rs].
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
 

@@ -52,14 +52,32 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
         None
     } else {
         let adapter = SqlAdapter::new(databases).context("setting up the SQL adapter")?;
-        match &settings.approval_ledger {
-            Some((url, key)) => Some(
+        match (&settings.approval_ledger, &settings.approvals_file) {
+            (Some((url, key)), _) => Some(
                 adapter
                     .with_shared_approvals(url)
                     .await
                     .with_context(|| format!("{key}: connecting to the approval ledger"))?,
             ),
-            None => Some(adapter),
+            (None, Some(path)) => {
+                if let Some(dir) = path.parent() {
+                    create_dir_private(dir).with_context(|| {
+                        format!(
+                            "creating the data folder {} (set MCP_DATA_DIR to use another)",
+                            dir.display()
+                        )
+                    })?;
+                }
+                let adapter = adapter.with_approvals_file(path).with_context(|| {
+                    format!(
+                        "opening the record of used write approvals {}",
+                        path.display()
+                    )
+                })?;
+                tracing::info!("used write approvals are recorded in {}", path.display());
+                Some(adapter)
+            }
+            (None, None) => Some(adapter),
         }
     };
 

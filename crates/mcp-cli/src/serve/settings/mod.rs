@@ -24,6 +24,8 @@ pub(crate) const DEFAULT_BIND: &str = "127.0.0.1:8080";
 pub(crate) const SAMPLE_NAME: &str = "sample";
 /// The sample database's file in the data folder.
 pub(crate) const SAMPLE_FILE: &str = "sample.db";
+/// The record of used write approvals in the data folder.
+pub(crate) const APPROVALS_FILE: &str = "used-approvals.db";
 const DEFAULT_NAME: &str = "mcp-rs";
 const DEFAULT_PATH: &str = "/mcp";
 const DEFAULT_MAX_MESSAGE: usize = 4 * 1024 * 1024;
@@ -46,6 +48,9 @@ pub(crate) struct Settings {
     pub state_key: Option<KeyFile>,
     /// The shared approval ledger's URL, and the flag or key that gave it.
     pub approval_ledger: Option<(String, &'static str)>,
+    /// Where used write approvals are recorded when there are writes and no shared ledger: a file
+    /// in the data folder.
+    pub approvals_file: Option<PathBuf>,
     pub sample: Option<Sample>,
     pub databases: Vec<DatabaseSettings>,
     pub roots: Vec<Root>,
@@ -289,6 +294,17 @@ pub(crate) fn resolve(
         });
     }
 
+    // The data folder: the sample database's, and where used write approvals are recorded.
+    let data_dir = || {
+        let from_env = env("MCP_DATA_DIR").filter(|v| !v.is_empty());
+        match (&args.data_dir, from_env, &file.sample.data_dir) {
+            (Some(dir), _, _) => Ok(dir.clone()),
+            (None, Some(dir), _) => Ok(PathBuf::from(dir)),
+            (None, None, Some(dir)) => Ok(in_file(dir)),
+            (None, None, None) => default_data_dir(env),
+        }
+    };
+
     // The sample: on by default only when no database is configured.
     let sample_on = args.sample
         || match file.sample.enabled {
@@ -301,13 +317,7 @@ pub(crate) fn resolve(
                 "databases.{SAMPLE_NAME}: the name {SAMPLE_NAME:?} belongs to the sample database; rename the database or turn the sample off"
             ));
         }
-        let from_env = env("MCP_DATA_DIR").filter(|v| !v.is_empty());
-        let data_dir = match (&args.data_dir, from_env, &file.sample.data_dir) {
-            (Some(dir), _, _) => dir.clone(),
-            (None, Some(dir), _) => PathBuf::from(dir),
-            (None, None, Some(dir)) => in_file(dir),
-            (None, None, None) => default_data_dir(env)?,
-        };
+        let data_dir = data_dir()?;
         let read_connections = match (args.read_connections, file.sample.read_connections) {
             (Some(n), _) => n,
             (None, Some(n)) => check_read_connections(n, "sample.read_connections")?,
@@ -325,6 +335,16 @@ pub(crate) fn resolve(
                 ),
             },
         })
+    } else {
+        None
+    };
+
+    // Used write approvals outlive a restart (the state key may be read from a file, so a sealed
+    // approval would be accepted again), unless the shared ledger records them.
+    let writes = sample.as_ref().is_some_and(|s| s.config.allow_write)
+        || databases.iter().any(|d| d.config.allow_write);
+    let approvals_file = if writes && approval_ledger.is_none() {
+        Some(data_dir()?.join(APPROVALS_FILE))
     } else {
         None
     };
@@ -391,6 +411,7 @@ pub(crate) fn resolve(
         instructions: file.server.instructions.clone(),
         state_key,
         approval_ledger,
+        approvals_file,
         sample,
         databases,
         roots,
@@ -705,7 +726,7 @@ fn default_data_dir(env: Env<'_>) -> Result<PathBuf, String> {
     match env("HOME").map(PathBuf::from) {
         Some(home) if home.is_absolute() => Ok(home.join(".local/share/mcp-rs")),
         _ => Err(
-            "cannot find a data folder for the sample database: set MCP_DATA_DIR (or --data-dir)"
+            "cannot find a data folder (for the sample database and the record of used write approvals): set MCP_DATA_DIR (or --data-dir)"
                 .to_owned(),
         ),
     }

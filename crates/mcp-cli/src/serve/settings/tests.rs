@@ -58,6 +58,27 @@ fn the_approval_ledger_comes_from_the_flag_or_the_file_and_must_be_postgres() {
 }
 
 #[test]
+fn used_approvals_are_recorded_in_the_data_folder_unless_a_ledger_is_given() {
+    let s = resolve_with(&[], None).unwrap();
+    assert_eq!(s.approvals_file, None, "no writes, nothing to record");
+    let s = resolve_with(&["--allow-write"], None).unwrap();
+    assert_eq!(
+        s.approvals_file.as_deref(),
+        Some(Path::new("/home/ada/.local/share/mcp-rs/used-approvals.db"))
+    );
+    // A database of the file that allows writes, without the sample: the data folder still.
+    let file = "[sample]\ndata_dir = \"data\"\n[databases.a]\nurl = \"a.db\"\nallow_write = true\n";
+    let s = resolve_with(&[], Some(file)).unwrap();
+    assert!(s.sample.is_none());
+    assert_eq!(
+        s.approvals_file.as_deref(),
+        Some(Path::new("/etc/mcp/data/used-approvals.db"))
+    );
+    let s = resolve_with(&["--approval-ledger", "postgres://l@db/mcp"], Some(file)).unwrap();
+    assert_eq!(s.approvals_file, None, "the ledger records them");
+}
+
+#[test]
 fn no_flags_serve_the_sample_on_loopback() {
     let s = resolve_with(&[], None).unwrap();
     assert!(!s.stdio);

@@ -2,6 +2,7 @@
 //! SQLite files and the local PostgreSQL) and the filesystem adapter, driven by the `mcp` client
 //! commands and by `mcp-client`.
 
+mod approvals;
 mod config;
 mod files;
 mod limits;
