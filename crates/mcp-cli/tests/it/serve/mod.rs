@@ -10,3 +10,4 @@ mod observe;
 mod postgres;
 mod sqlite;
 mod support;
+mod watch;
