@@ -111,18 +111,13 @@ fn run(inner: &Arc<Inner>, server: &Server, queue: &Queue) {
         if let Some(error) = last_error
             && let Some(more) = errors.allow(error_count)
         {
-            tracing::warn!(
-                error,
-                more,
-                "file watcher error (more: others since the last line)"
-            );
+            tracing::warn!(error, others_since_last_line = more, "file watcher error");
         }
         if lost && let Some(more) = losses.allow(1) {
             tracing::warn!(
-                more,
+                others_since_last_line = more,
                 "file watcher: too many changes at once, events were dropped; listeners were \
-                 told that anything under the roots may have changed (more: times since the \
-                 last line)"
+                 told that anything under the roots may have changed"
             );
         }
         let batch = if lost {
