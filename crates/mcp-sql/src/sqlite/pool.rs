@@ -35,9 +35,10 @@ impl Slot {
         busy: Duration,
         max_value_bytes: usize,
     ) -> rusqlite::Result<Slot> {
-        debug_assert!(mode == Mode::Write || max_value_bytes > 0);
         use rusqlite::config::DbConfig;
         use rusqlite::limits::Limit;
+
+        debug_assert!(mode == Mode::Write || max_value_bytes > 0);
 
         // Never SQLITE_OPEN_URI: the path is a file name, not a URI whose query could change the
         // open mode.
@@ -260,10 +261,10 @@ impl Pool {
         wait: Duration,
         cancel: &CancellationToken,
     ) -> Result<OwnedSemaphorePermit, ExecError> {
-        let closed = |_| ExecError::Unavailable("the connection pool is closed".into());
+        let closed = || ExecError::Unavailable("the connection pool is closed".into());
         match self.shared.permits.clone().try_acquire_owned() {
             Ok(permit) => return Ok(permit),
-            Err(tokio::sync::TryAcquireError::Closed) => return Err(closed(())),
+            Err(tokio::sync::TryAcquireError::Closed) => return Err(closed()),
             Err(tokio::sync::TryAcquireError::NoPermits) => {}
         }
         let _waiting = Waiting::new(&self.shared.waiting);
@@ -274,7 +275,7 @@ impl Pool {
                 connections: self.shared.size,
                 waited: wait,
             }),
-            permit = self.shared.permits.clone().acquire_owned() => permit.map_err(|_| closed(())),
+            permit = self.shared.permits.clone().acquire_owned() => permit.map_err(|_| closed()),
         }
     }
 

@@ -3,8 +3,9 @@
 //!
 //! Precedence: a flag that takes one value wins over the file; the repeatable flags (`--db`,
 //! `--root`, `--allowed-host`, `--allowed-origin`) add to the file's lists, and a `--db NAME=URL`
-//! whose name the file uses replaces that database. The limit flags and `--allow-write` apply to
-//! every database, over the file's values.
+//! whose name the file uses replaces that database. The limit flags (`--connection-wait` among
+//! them) and `--allow-write` apply to every database, and `--read-connections` to every SQLite
+//! one, over the file's values.
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
