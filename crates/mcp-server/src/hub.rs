@@ -5,6 +5,7 @@
 //! listen request's id verbatim as `io.modelcontextprotocol/subscriptionId`; on a graceful close the
 //! server sends the listen request's result `{resultType: "complete", _meta: {subscriptionId}}`.
 
+use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -26,6 +27,8 @@ pub(crate) enum HubEvent {
     PromptsChanged,
     ResourcesChanged,
     ResourceUpdated(Arc<str>),
+    /// Anything under this URI may have changed (a source lost track of what did).
+    ResourcesUnder(Arc<str>),
 }
 
 /// The messages of one `subscriptions/listen` request: the acknowledgement, then notifications as
@@ -81,6 +84,7 @@ impl ListenStream {
             close,
             server_info,
             ack: Some(ack),
+            queue: VecDeque::new(),
             done: false,
         };
         let inner = futures_util::stream::unfold(state, |mut st| async move {
@@ -91,6 +95,9 @@ impl ListenStream {
                 return None;
             }
             loop {
+                if let Some(msg) = st.queue.pop_front() {
+                    return Some((msg, st));
+                }
                 tokio::select! {
                     biased;
                     () = st.close.cancelled() => {
@@ -99,6 +106,7 @@ impl ListenStream {
                         return Some((last, st));
                     }
                     event = st.events.recv() => match event {
+                        Ok(HubEvent::ResourcesUnder(prefix)) => st.render_under(&prefix),
                         Ok(event) => {
                             if let Some(msg) = st.render(&event) {
                                 return Some((msg, st));
@@ -142,6 +150,8 @@ struct State {
     close: CancellationToken,
     server_info: Implementation,
     ack: Option<Vec<u8>>,
+    /// Messages rendered from one event that yields several, sent before the next event is read.
+    queue: VecDeque<Vec<u8>>,
     done: bool,
 }
 
@@ -178,6 +188,38 @@ impl State {
         }
     }
 
+    /// Anything under `prefix` may have changed: the resource list, if followed, and every
+    /// subscription at or under `prefix` (named as subscribed), or `prefix` itself for a
+    /// subscription that contains it. Queued, since one event may yield several messages.
+    fn render_under(&mut self, prefix: &str) {
+        if self.filter.resources_list_changed == Some(true) {
+            let msg = self.notification("notifications/resources/list_changed", Map::new());
+            self.queue.push_back(msg);
+        }
+        let mut uris: Vec<&str> = Vec::new();
+        for s in self.filter.resource_subscriptions.iter().flatten() {
+            let uri = if contains(prefix, s) {
+                s.as_str()
+            } else if contains(s, prefix) {
+                prefix
+            } else {
+                continue;
+            };
+            if !uris.contains(&uri) {
+                uris.push(uri);
+            }
+        }
+        let messages: Vec<Vec<u8>> = uris
+            .into_iter()
+            .map(|uri| {
+                let mut params = Map::new();
+                params.insert("uri".to_owned(), Value::from(uri));
+                self.notification("notifications/resources/updated", params)
+            })
+            .collect();
+        self.queue.extend(messages);
+    }
+
     /// After lost events, the best that can be said honestly is "lists may have changed".
     fn render_resync(&self) -> Option<Vec<u8>> {
         let f = &self.filter;
@@ -198,13 +240,7 @@ impl State {
         self.filter
             .resource_subscriptions
             .as_ref()
-            .is_some_and(|subs| {
-                subs.iter().any(|s| {
-                    uri == s
-                        || (uri.starts_with(s.as_str())
-                            && (s.ends_with('/') || uri[s.len()..].starts_with('/')))
-                })
-            })
+            .is_some_and(|subs| subs.iter().any(|s| contains(s, uri)))
     }
 
     fn final_result(&self) -> Vec<u8> {
@@ -218,5 +254,98 @@ impl State {
         let mut out = Vec::with_capacity(160);
         mcp_jsonrpc::write_result(&mut out, &self.id, &result).expect("result serializes");
         out
+    }
+}
+
+/// Whether the resource `outer` is `uri` or contains it: `uri` continues `outer` after a `/`.
+fn contains(outer: &str, uri: &str) -> bool {
+    uri == outer
+        || (uri.starts_with(outer) && (outer.ends_with('/') || uri[outer.len()..].starts_with('/')))
+}
+
+#[cfg(test)]
+mod tests {
+    use futures_util::StreamExt as _;
+
+    use super::*;
+
+    /// The messages a listener with `filter` gets for `events`, after its acknowledgement. A
+    /// tool list change sent last marks the end (the filter is made to follow it).
+    async fn heard(mut filter: SubscriptionFilter, events: &[HubEvent]) -> Vec<Value> {
+        filter.tools_list_changed = Some(true);
+        let (tx, rx) = broadcast::channel(16);
+        let mut stream = ListenStream::new(
+            Id::from(1),
+            filter,
+            rx,
+            CancellationToken::new(),
+            Implementation::new("t", "0"),
+            None,
+        );
+        stream.next().await.expect("the acknowledgement");
+        for event in events.iter().chain([&HubEvent::ToolsChanged]) {
+            tx.send(event.clone()).unwrap();
+        }
+        let mut out = Vec::new();
+        loop {
+            let msg = stream.next().await.expect("a message");
+            let msg: Value = serde_json::from_slice(&msg).unwrap();
+            if msg["method"] == "notifications/tools/list_changed" {
+                return out;
+            }
+            out.push(msg);
+        }
+    }
+
+    fn described(messages: &[Value]) -> Vec<String> {
+        messages
+            .iter()
+            .map(|m| {
+                let method = m["method"].as_str().unwrap().rsplit('/').next().unwrap();
+                match m["params"]["uri"].as_str() {
+                    Some(uri) => format!("{method} {uri}"),
+                    None => method.to_owned(),
+                }
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn changes_under_a_uri_reach_every_subscription_they_may_touch() {
+        let filter = SubscriptionFilter {
+            resources_list_changed: Some(true),
+            resource_subscriptions: Some(vec![
+                "file:///r/a.txt".into(),
+                "file:///r/sub/".into(),
+                "file:///".into(),
+                "file:///other/b.txt".into(),
+                "file:///rx.txt".into(),
+            ]),
+            ..SubscriptionFilter::default()
+        };
+        let events = [
+            HubEvent::ResourcesUnder(Arc::from("file:///r/")),
+            HubEvent::ResourceUpdated(Arc::from("file:///r/a.txt")),
+        ];
+        assert_eq!(
+            described(&heard(filter, &events).await),
+            [
+                "list_changed",
+                "updated file:///r/a.txt",
+                "updated file:///r/sub/",
+                // Subscribed to a directory that contains the root: told about the root.
+                "updated file:///r/",
+                // The ordinary update after it.
+                "updated file:///r/a.txt",
+            ]
+        );
+
+        // A listener that follows nothing under the URI hears nothing of it.
+        let filter = SubscriptionFilter {
+            resource_subscriptions: Some(vec!["file:///elsewhere/".into()]),
+            ..SubscriptionFilter::default()
+        };
+        let events = [HubEvent::ResourcesUnder(Arc::from("file:///r/"))];
+        assert!(heard(filter, &events).await.is_empty());
     }
 }

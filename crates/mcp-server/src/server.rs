@@ -213,6 +213,19 @@ impl Server {
             .send(HubEvent::ResourceUpdated(Arc::from(uri)));
     }
 
+    /// Tells listeners that anything under `uri` may have changed, when the source of changes
+    /// lost track of which did (a file watcher whose events were dropped, say): a listener
+    /// following the resource list gets `resources/list_changed`, and one subscribed to `uri`, to a
+    /// resource under it or to one containing it gets `resources/updated` for each such
+    /// subscription (for `uri` itself when the subscription contains it).
+    pub fn notify_resources_changed_under(&self, uri: &str) {
+        // No listeners is not an error.
+        let _ = self
+            .inner
+            .hub
+            .send(HubEvent::ResourcesUnder(Arc::from(uri)));
+    }
+
     /// Ends every open `subscriptions/listen` stream with its graceful final result. Transports use
     /// this on shutdown; requests in flight are not affected.
     pub fn shutdown(&self) {

@@ -18,7 +18,7 @@ use crate::config::{DatabaseConfig, PostgresConfig, SqliteConfig};
 use crate::database::Database;
 use crate::engine::CatalogEntry;
 use crate::error::{ExecError, SqlError};
-use crate::ledger::{Approvals, SharedLedger};
+use crate::ledger::{Approvals, FileLedger, SharedLedger};
 use crate::output::{self, Rows, TableInfo, TableSchema};
 use crate::tools::{self, DescribeTableArgs, ExecuteArgs, ListTablesArgs, QueryArgs};
 use crate::value::Param;
@@ -98,6 +98,24 @@ impl SqlAdapter {
             inner: Arc::new(Inner {
                 databases: self.inner.databases.clone(),
                 approvals: Approvals::Shared(Box::new(ledger)),
+            }),
+        })
+    }
+
+    /// Records used write approvals in an SQLite file (created if missing, with its table
+    /// [`LEDGER_TABLE`](crate::LEDGER_TABLE)) instead of in this process's memory, so that an
+    /// approval stays used after a restart: a server whose state key survives the restart (read
+    /// from a file) would otherwise accept an approval it already ran once more, until the state
+    /// expires. Processes on one host that open the same file share it; instances on several
+    /// hosts need [`with_shared_approvals`](Self::with_shared_approvals). Expired rows are
+    /// deleted as approvals are recorded. If the file cannot be written later, writes are
+    /// refused, never run unrecorded.
+    pub fn with_approvals_file(self, path: &std::path::Path) -> Result<SqlAdapter, SqlError> {
+        let file = FileLedger::open(path)?;
+        Ok(SqlAdapter {
+            inner: Arc::new(Inner {
+                databases: self.inner.databases.clone(),
+                approvals: Approvals::File(file),
             }),
         })
     }

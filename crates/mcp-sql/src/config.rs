@@ -16,6 +16,10 @@ pub struct Limits {
     pub max_bytes: usize,
     /// The longest a statement may run.
     pub timeout: Duration,
+    /// The longest a call waits for a free connection when all are in use. It counts toward
+    /// `timeout`; a call that waited this long is refused with a tool error saying the database
+    /// is busy, rather than left queued behind slow statements for its whole time limit.
+    pub connection_wait: Duration,
 }
 
 impl Default for Limits {
@@ -24,6 +28,7 @@ impl Default for Limits {
             max_rows: 1000,
             max_bytes: 512 * 1024,
             timeout: Duration::from_secs(10),
+            connection_wait: Duration::from_secs(5),
         }
     }
 }
@@ -32,8 +37,22 @@ impl Limits {
     /// The largest `max_rows` accepted; above it a single result would not fit in a model's context.
     pub const MAX_ROWS_CEILING: usize = 100_000;
 
-    /// Checks that every limit is usable: at least one row and one byte, a non-zero timeout, and
-    /// `max_rows` at most [`MAX_ROWS_CEILING`](Self::MAX_ROWS_CEILING).
+    /// The smallest [`value_cap`](Self::value_cap), whatever `max_bytes` says: room for the
+    /// intermediate values of ordinary queries (a `group_concat`, a `printf`) under a small budget.
+    pub const MIN_VALUE_CAP: usize = 1024 * 1024;
+
+    /// The most bytes one value may take: four times `max_bytes`, and at least
+    /// [`MIN_VALUE_CAP`](Self::MIN_VALUE_CAP). A value that large could never be returned (it
+    /// would not fit in `max_bytes`), so a read refuses to build or receive a larger one rather
+    /// than spend the memory and time first: SQLite's length limit stops it as it is built,
+    /// PostgreSQL's is refused as it is decoded. The headroom lets a query compute with values
+    /// somewhat larger than it returns (`length(x)` of a long text, say).
+    pub fn value_cap(&self) -> usize {
+        self.max_bytes.saturating_mul(4).max(Self::MIN_VALUE_CAP)
+    }
+
+    /// Checks that every limit is usable: at least one row and 1024 bytes, a non-zero timeout and
+    /// connection wait, and `max_rows` at most [`MAX_ROWS_CEILING`](Self::MAX_ROWS_CEILING).
     pub fn validate(&self) -> Result<(), &'static str> {
         if self.max_rows == 0 || self.max_rows > Self::MAX_ROWS_CEILING {
             return Err("max_rows must be between 1 and 100000");
@@ -46,6 +65,9 @@ impl Limits {
         }
         if self.timeout > Duration::from_secs(24 * 3600) {
             return Err("timeout must be at most 24 hours");
+        }
+        if self.connection_wait.is_zero() {
+            return Err("connection_wait must be more than zero");
         }
         Ok(())
     }
@@ -69,7 +91,8 @@ pub struct DatabaseConfig {
 pub struct SqliteConfig {
     /// The database file. It must exist unless `create_if_missing` is set (and writes are allowed).
     pub path: PathBuf,
-    /// How many read-only connections serve reads in parallel.
+    /// How many read-only connections serve reads in parallel (default:
+    /// [`default_read_connections`](Self::default_read_connections)).
     pub read_connections: usize,
     /// Create an empty database when the file does not exist. Only honoured when writes are
     /// allowed: a read-only adapter over an empty file would serve nothing.
@@ -77,13 +100,26 @@ pub struct SqliteConfig {
 }
 
 impl SqliteConfig {
-    /// An existing database file, with the default number of read connections (2).
+    /// The most read connections a database may have.
+    pub const MAX_READ_CONNECTIONS: usize = 64;
+
+    /// An existing database file, with the default number of read connections.
     pub fn new(path: impl Into<PathBuf>) -> Self {
         SqliteConfig {
             path: path.into(),
-            read_connections: 2,
+            read_connections: Self::default_read_connections(),
             create_if_missing: false,
         }
+    }
+
+    /// One read connection per CPU the process may use, between 4 and 16. At least 4 because a
+    /// read does not always keep a CPU busy (it waits for the disk, or for a lock), and so that
+    /// two slow statements never hold up every other call; at most 16 because each connection
+    /// keeps a page cache of its own (up to 2 MiB).
+    pub fn default_read_connections() -> usize {
+        std::thread::available_parallelism()
+            .map_or(4, usize::from)
+            .clamp(4, 16)
     }
 }
 

@@ -15,6 +15,19 @@ use crate::sqlite::SqliteDb;
 /// The URI scheme of table resources: `sql://{database}/{schema}/{table}`.
 pub const URI_SCHEME: &str = "sql";
 
+/// A connection pool of a database, as it is now: for metrics.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolStats {
+    /// `"read"` (`query`, `list_tables`, `describe_table`, resources) or `"write"` (`execute`).
+    pub pool: &'static str,
+    /// The most connections the pool holds.
+    pub size: usize,
+    /// Connections lent to calls now.
+    pub in_use: usize,
+    /// Calls waiting for a connection now.
+    pub waiting: usize,
+}
+
 /// A named SQL database the adapter serves: an SQLite file or a PostgreSQL server, with its limits
 /// and write policy. Cloning is cheap; clones share the connections.
 #[derive(Clone)]
@@ -74,10 +87,15 @@ impl Database {
     ) -> Result<Database, SqlError> {
         Self::validate(name, &config)?;
         let mut sqlite = sqlite.into();
-        if sqlite.read_connections == 0 || sqlite.read_connections > 64 {
+        if sqlite.read_connections == 0
+            || sqlite.read_connections > SqliteConfig::MAX_READ_CONNECTIONS
+        {
             return Err(SqlError::Config {
                 database: name.to_owned(),
-                reason: "read_connections must be between 1 and 64".into(),
+                reason: format!(
+                    "read_connections must be between 1 and {}",
+                    SqliteConfig::MAX_READ_CONNECTIONS
+                ),
             });
         }
         // An empty read-only database would serve nothing; only a writable one is created.
@@ -128,6 +146,14 @@ impl Database {
     /// The policy the database was opened with.
     pub fn config(&self) -> &DatabaseConfig {
         &self.inner.config
+    }
+
+    /// Its connection pools now: how many connections are in use and how many calls wait.
+    pub fn pools(&self) -> Vec<PoolStats> {
+        match &self.inner.engine {
+            Engine::Sqlite(db) => db.pools(),
+            Engine::Postgres(db) => db.pools(),
+        }
     }
 
     /// The SQLite file, for an SQLite database.

@@ -98,6 +98,16 @@ pub(crate) enum ExecError {
     Empty,
     /// The database reported an error (syntax, missing table, constraint, ...).
     Sql(String),
+    /// A value would have been larger than the cap derived from the byte limit
+    /// ([`Limits::value_cap`](crate::Limits::value_cap)), so it was not built or not decoded.
+    TooBig(usize),
+    /// Every connection stayed in use for as long as the call may wait for one; nothing ran.
+    Busy {
+        /// The connections of the pool the call waited on.
+        connections: usize,
+        /// How long it waited.
+        waited: Duration,
+    },
     /// The statement ran longer than the limit and was stopped.
     Timeout(Duration),
     /// The client cancelled the request and the statement was stopped.
@@ -130,6 +140,18 @@ impl ExecError {
             ExecError::MultipleStatements => "Refused: send exactly one SQL statement per call; the text holds more than one. Nothing was run. Split it and call the tool once per statement.".to_owned(),
             ExecError::Empty => "The SQL text holds no statement (only whitespace or comments).".to_owned(),
             ExecError::Sql(message) => format!("SQL error: {message}"),
+            ExecError::TooBig(cap) => format!(
+                "Refused: a single value would be larger than {cap} bytes, the most one value may take \
+                 here (four times the byte limit of a result, max_bytes; `mcp serve --max-bytes`). \
+                 Nothing was returned. Select a part of it (substr), its length, or an aggregate instead."
+            ),
+            ExecError::Busy { connections, waited } => format!(
+                "The database is busy: all {connections} connections this call could use were taken \
+                 by other calls, and none came free within {} (the longest a call waits for one, \
+                 connection_wait; `mcp serve --connection-wait`). Nothing was run. Try again in a \
+                 moment.",
+                human_duration(*waited)
+            ),
             ExecError::Timeout(limit) => format!(
                 "The statement was stopped after {} (the time limit for one call){}. Make it cheaper: filter with WHERE on indexed columns, add a LIMIT, or aggregate.",
                 human_duration(*limit),
@@ -175,6 +197,15 @@ mod tests {
             ExecError::Timeout(Duration::from_millis(1500))
                 .message("query", false)
                 .contains("1500 ms")
+        );
+        let busy = ExecError::Busy {
+            connections: 4,
+            waited: Duration::from_millis(250),
+        }
+        .message("query", false);
+        assert!(
+            busy.contains("busy") && busy.contains("all 4") && busy.contains("250 ms"),
+            "{busy}"
         );
         assert!(
             ExecError::Timeout(Duration::from_secs(2))

@@ -33,16 +33,19 @@
 //!   (it could escape with `COPY ... TO PROGRAM`) unless explicitly allowed.
 //!
 //! Parameters are always bound (`params`, JSON primitives), never interpolated. Each call has a row
-//! limit, a byte limit (both flag `truncated`) and a time limit; a client cancellation stops the
-//! running statement (SQLite's interrupt, PostgreSQL's cancel request).
+//! limit, a byte limit (both flag `truncated`) and a time limit; a read refuses a single value over
+//! [`Limits::value_cap`] (SQLite's length limit, checked before it allocates; PostgreSQL values
+//! before they are decoded); a client cancellation stops the running statement (SQLite's
+//! interrupt, PostgreSQL's cancel request).
 //!
 //! Writes go through `execute`, which asks the user through MRTR elicitation to approve the exact
 //! statement and parameters (a client without form elicitation gets -32021). The approval rides on
 //! the sealed `requestState`, which binds it to these arguments; an answer sent without that state
 //! is never accepted; and the state's nonce is recorded before the statement runs (until the state
-//! expires, in bounded memory, or with [`SqlAdapter::with_shared_approvals`] in a PostgreSQL table
-//! that instances sharing a state key use together), so a retried or replayed request cannot run
-//! the write twice. The
+//! expires: in bounded memory; with [`SqlAdapter::with_approvals_file`] in an SQLite file that
+//! outlives restarts; or with [`SqlAdapter::with_shared_approvals`] in a PostgreSQL table that
+//! instances sharing a state key use together), so a retried or replayed request cannot run the
+//! write twice. The
 //! write runs in a transaction of its own, reports the rows it changed, and refreshes the table
 //! resources.
 //!
@@ -115,7 +118,7 @@ mod value;
 
 pub use adapter::{DEFAULT_DATABASE, SqlAdapter};
 pub use config::{DatabaseConfig, Limits, PostgresConfig, SqliteConfig};
-pub use database::{Database, URI_SCHEME};
+pub use database::{Database, PoolStats, URI_SCHEME};
 pub use error::SqlError;
 pub use ledger::LEDGER_TABLE;
 pub use sample::{SAMPLE_TABLES, SAMPLE_VIEWS, SampleOutcome, create_sample_database};

@@ -105,6 +105,11 @@ impl Collector {
         self.truncated.is_none()
     }
 
+    /// Ends the result here, flagged with `why`: a row that cannot be kept was met.
+    pub(crate) fn cut(&mut self, why: Truncation) {
+        self.truncated.get_or_insert(why);
+    }
+
     /// Offers one more row: kept if it fits, otherwise the result is flagged truncated and the row
     /// dropped. Returns whether more rows are wanted.
     pub(crate) fn push(&mut self, row: Vec<Value>) -> bool {

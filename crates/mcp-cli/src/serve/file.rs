@@ -83,6 +83,8 @@ pub(crate) struct SampleSection {
     pub data_dir: Option<PathBuf>,
     #[serde(default)]
     pub allow_write: bool,
+    /// Read-only connections serving reads in parallel.
+    pub read_connections: Option<usize>,
 }
 
 /// `[limits]`: the per-call limits of every database that does not set its own.
@@ -92,6 +94,8 @@ pub(crate) struct LimitsSection {
     pub max_rows: Option<usize>,
     pub max_bytes: Option<usize>,
     pub query_timeout: Option<Seconds>,
+    /// The longest a call waits for a free connection.
+    pub connection_wait: Option<Seconds>,
 }
 
 /// `[databases.NAME]`: one database.
@@ -108,6 +112,7 @@ pub(crate) struct DatabaseSection {
     pub max_rows: Option<usize>,
     pub max_bytes: Option<usize>,
     pub query_timeout: Option<Seconds>,
+    pub connection_wait: Option<Seconds>,
     /// PostgreSQL only: the most connections per pool.
     pub connections: Option<usize>,
     /// SQLite only: read-only connections serving reads in parallel.

@@ -103,6 +103,17 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "DURATION", value_parser = file::parse_duration)]
     query_timeout: Option<Duration>,
 
+    /// The longest a call waits for a free database connection when all are taken by other
+    /// calls, on every database; after it the call is refused as busy (a tool error). It counts
+    /// toward --query-timeout. Seconds, or with a unit (500ms, 30s) [default: 5s].
+    #[arg(long, value_name = "DURATION", value_parser = file::parse_duration)]
+    connection_wait: Option<Duration>,
+
+    /// Read-only connections of every SQLite database, the sample's too: how many reads run at
+    /// once (1 to 64) [default: one per CPU, between 4 and 16].
+    #[arg(long, value_name = "N")]
+    read_connections: Option<usize>,
+
     /// Allow changes on every database through the `execute` tool; the user approves each
     /// statement (elicitation) before it runs once.
     #[arg(long)]
@@ -115,12 +126,14 @@ pub(crate) struct ServeArgs {
 
     /// A PostgreSQL URL where used write approvals are recorded (table mcp_used_approvals,
     /// created if missing), so that instances sharing a state key run each approved statement
-    /// once between them [default: in this process's memory].
+    /// once between them [default: the file used-approvals.db in the data folder, which outlives
+    /// restarts and is shared by the processes of one host].
     #[arg(long, value_name = "URL")]
     approval_ledger: Option<String>,
 
-    /// Where the sample database lives [default: $MCP_DATA_DIR, else $XDG_DATA_HOME/mcp-rs, else
-    /// ~/.local/share/mcp-rs].
+    /// The data folder: the sample database, and the record of used write approvals
+    /// (used-approvals.db) when writes are allowed [default: $MCP_DATA_DIR, else
+    /// $XDG_DATA_HOME/mcp-rs, else ~/.local/share/mcp-rs].
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
 

@@ -8,7 +8,7 @@ use mcp_fs::{FsAdapter, FsWatcher};
 use mcp_server::observe::{Metrics, RequestLog};
 use mcp_server::{MIN_KEY_LEN, Server};
 use mcp_sql::{
-    Database, SampleOutcome, SqlAdapter, SqlError, SqliteConfig, create_sample_database,
+    Database, PoolStats, SampleOutcome, SqlAdapter, SqlError, SqliteConfig, create_sample_database,
 };
 use mcp_types::Implementation;
 
@@ -61,14 +61,32 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
         None
     } else {
         let adapter = SqlAdapter::new(databases).context("setting up the SQL adapter")?;
-        match &settings.approval_ledger {
-            Some((url, key)) => Some(
+        match (&settings.approval_ledger, &settings.approvals_file) {
+            (Some((url, key)), _) => Some(
                 adapter
                     .with_shared_approvals(url)
                     .await
                     .with_context(|| format!("{key}: connecting to the approval ledger"))?,
             ),
-            None => Some(adapter),
+            (None, Some(path)) => {
+                if let Some(dir) = path.parent() {
+                    create_dir_private(dir).with_context(|| {
+                        format!(
+                            "creating the data folder {} (set MCP_DATA_DIR to use another)",
+                            dir.display()
+                        )
+                    })?;
+                }
+                let adapter = adapter.with_approvals_file(path).with_context(|| {
+                    format!(
+                        "opening the record of used write approvals {}",
+                        path.display()
+                    )
+                })?;
+                tracing::info!("used write approvals are recorded in {}", path.display());
+                Some(adapter)
+            }
+            (None, None) => Some(adapter),
         }
     };
 
@@ -95,7 +113,11 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
         // One log line per request; arguments only when asked, and only at DEBUG.
         .observer(RequestLog::new().with_arguments(settings.log_arguments.is_some()));
     if settings.metrics.is_some() {
-        builder = builder.metrics(Metrics::new());
+        let metrics = Metrics::new();
+        if let Some(sql) = &sql {
+            pool_gauges(&metrics, sql);
+        }
+        builder = builder.metrics(metrics);
     }
     let instructions: Vec<String> = settings
         .instructions
@@ -127,6 +149,41 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
         server,
         _watcher: watcher,
     })
+}
+
+/// The SQL connection pools in the metrics, by database and pool (`read` or `write`): their size,
+/// the connections lent to calls, and the calls waiting for one (the queue that
+/// `--connection-wait` bounds). Read from the pools at each scrape.
+fn pool_gauges(metrics: &Metrics, sql: &SqlAdapter) {
+    type Pick = fn(&PoolStats) -> usize;
+    let families: [(&str, &str, Pick); 3] = [
+        (
+            "mcp_sql_pool_connections",
+            "The most SQL connections a pool holds, by database and pool (read, write).",
+            |p| p.size,
+        ),
+        (
+            "mcp_sql_pool_connections_in_use",
+            "SQL connections lent to tool calls now, by database and pool.",
+            |p| p.in_use,
+        ),
+        (
+            "mcp_sql_pool_calls_waiting",
+            "Tool calls waiting for a free SQL connection now, by database and pool.",
+            |p| p.waiting,
+        ),
+    ];
+    for (name, help, pick) in families {
+        let databases = sql.databases().to_vec();
+        metrics.gauges(name, help, &["database", "pool"], move |emit| {
+            for db in &databases {
+                for pool in db.pools() {
+                    let value = i64::try_from(pick(&pool)).unwrap_or(i64::MAX);
+                    emit(&[db.name(), pool.pool], value);
+                }
+            }
+        });
+    }
 }
 
 /// Why a database could not be opened, naming the flag or key that gave it.
@@ -189,7 +246,11 @@ fn open_sample(sample: &Sample) -> anyhow::Result<Database> {
     let path = sample.path();
     let outcome = create_sample_database(&path)
         .with_context(|| format!("creating the sample database {}", path.display()))?;
-    let db = Database::sqlite(SAMPLE_NAME, SqliteConfig::new(&path), sample.config.clone())
+    let sqlite = SqliteConfig {
+        read_connections: sample.read_connections,
+        ..SqliteConfig::new(&path)
+    };
+    let db = Database::sqlite(SAMPLE_NAME, sqlite, sample.config.clone())
         .with_context(|| format!("opening the sample database {}", path.display()))?;
     let how = match outcome {
         SampleOutcome::Created => "created now",

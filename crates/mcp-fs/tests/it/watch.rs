@@ -121,3 +121,42 @@ async fn top_level_changes_update_the_list() {
     assert!(list.contains(&format!("{}later.txt", fx.uri)));
     assert!(!list.iter().any(|u| u.contains("quiet")));
 }
+
+/// More files change in one burst than the watcher keeps: it cannot say which, so everyone who
+/// follows anything under the root is told to look again, a file's subscriber included.
+#[tokio::test]
+async fn a_burst_too_large_to_track_still_reaches_every_subscriber() {
+    let fx = Fixture::new();
+    // One burst: nothing is flushed before the writer below is done.
+    let adapter = fx.adapter(FsLimits {
+        debounce: Duration::from_secs(2),
+        ..FsLimits::default()
+    });
+    let client = Client::new(&adapter);
+    let _watcher = adapter.watch(&client.server).expect("the watcher starts");
+    let hello = format!("{}hello.txt", fx.uri);
+    let mut stream = client
+        .listen(json!({"resourceSubscriptions": [hello], "resourcesListChanged": true}))
+        .await;
+
+    std::fs::create_dir(fx.root.join("many")).unwrap();
+    for i in 0..11_000 {
+        std::fs::write(fx.root.join(format!("many/{i}")), "").unwrap();
+    }
+    std::fs::write(fx.root.join("hello.txt"), "changed in the crowd").unwrap();
+
+    let mut heard = Vec::new();
+    while !heard
+        .iter()
+        .any(|m: &Value| m["params"]["uri"] == hello.as_str())
+    {
+        heard.push(next_message(&mut stream).await);
+    }
+    assert!(
+        heard
+            .iter()
+            .any(|m| m["method"] == "notifications/resources/list_changed"),
+        "{heard:?}"
+    );
+    assert_eq!(client.read(&hello).await["text"], "changed in the crowd");
+}

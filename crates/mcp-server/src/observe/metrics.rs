@@ -108,6 +108,9 @@ const NOTIFICATIONS: [NotificationKind; 2] = [NotificationKind::Cancelled, Notif
 ///
 /// `method` is one of the spec's request methods or `other`; `code` one of the spec's error codes
 /// or `other`; `status` one of 400, 403, 405, 406, 413, 415 or `other`.
+///
+/// State the request hook does not see (a connection pool's queue, say) is added with
+/// [`gauges`](Self::gauges): read from its owner when the metrics are rendered.
 #[derive(Clone, Default)]
 pub struct Metrics {
     pub(crate) inner: Arc<Registry>,
@@ -209,6 +212,20 @@ pub(crate) struct Registry {
     /// `isError` results by registered tool name. Reads take the shared lock; a tool's first
     /// `isError` takes the exclusive one once.
     tool_errors: RwLock<BTreeMap<Box<str>, AtomicU64>>,
+    /// Gauge families whose values other components keep, read at each render.
+    external: RwLock<Vec<External>>,
+}
+
+/// Reports a gauge family's series: calls its argument once per series, with the label values
+/// (in the order of the family's label names) and the value.
+type ReadGauges = Box<dyn Fn(&mut dyn FnMut(&[&str], i64)) + Send + Sync>;
+
+/// A gauge family added with [`Metrics::gauges`].
+struct External {
+    name: &'static str,
+    help: &'static str,
+    labels: &'static [&'static str],
+    read: ReadGauges,
 }
 
 impl Default for Registry {
@@ -223,6 +240,7 @@ impl Default for Registry {
             listen_open: AtomicI64::new(0),
             listen_total: AtomicU64::new(0),
             tool_errors: RwLock::new(BTreeMap::new()),
+            external: RwLock::new(Vec::new()),
         }
     }
 }
@@ -408,6 +426,42 @@ impl Metrics {
         self.inner.listen_open.load(Relaxed)
     }
 
+    /// Adds a gauge family whose values another component keeps, such as a connection pool's
+    /// queue: `read` is called at each render and reports every series of the family, with the
+    /// values of `labels` in order. Label values should come from configuration (a database's
+    /// name), never from requests, so that the series stay few.
+    ///
+    /// # Panics
+    ///
+    /// If `name` or a label is not a valid Prometheus name, or `help` holds a backslash or a
+    /// line break: they are the caller's constants, so this is a programming error.
+    pub fn gauges(
+        &self,
+        name: &'static str,
+        help: &'static str,
+        labels: &'static [&'static str],
+        read: impl Fn(&mut dyn FnMut(&[&str], i64)) + Send + Sync + 'static,
+    ) {
+        assert!(valid_name(name, true), "invalid metric name {name:?}");
+        for label in labels {
+            assert!(valid_name(label, false), "invalid label name {label:?}");
+        }
+        assert!(
+            !help.contains(['\\', '\n']),
+            "a help text holds no backslash or line break"
+        );
+        self.inner
+            .external
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(External {
+                name,
+                help,
+                labels,
+                read: Box::new(read),
+            });
+    }
+
     /// Every metric in the Prometheus text exposition format, version 0.0.4 (serve it with
     /// [`CONTENT_TYPE`]).
     pub fn render(&self) -> String {
@@ -571,7 +625,36 @@ impl Metrics {
             "mcp_listen_streams_total {}",
             r.listen_total.load(Relaxed)
         );
+
+        let external = r.external.read().unwrap_or_else(PoisonError::into_inner);
+        for gauge in external.iter() {
+            family(out, gauge.name, "gauge", gauge.help);
+            (gauge.read)(&mut |values, value| {
+                debug_assert_eq!(values.len(), gauge.labels.len(), "{}", gauge.name);
+                out.push_str(gauge.name);
+                for (i, (label, v)) in gauge.labels.iter().zip(values).enumerate() {
+                    out.push(if i == 0 { '{' } else { ',' });
+                    out.push_str(label);
+                    out.push_str("=\"");
+                    label_value(out, v);
+                    out.push('"');
+                }
+                if !gauge.labels.is_empty() {
+                    out.push('}');
+                }
+                let _ = writeln!(out, " {value}");
+            });
+        }
     }
+}
+
+/// A metric name (`[a-zA-Z_:][a-zA-Z0-9_:]*`) or, without the colons, a label name.
+fn valid_name(name: &str, colons: bool) -> bool {
+    let ok = |c: char| c.is_ascii_alphanumeric() || c == '_' || (colons && c == ':');
+    name.chars()
+        .next()
+        .is_some_and(|c| ok(c) && !c.is_ascii_digit())
+        && name.chars().all(ok)
 }
 
 #[cfg(test)]

@@ -1,9 +1,11 @@
 //! The PostgreSQL catalog: the role check at connection time, the table list with definition
 //! digests, and table descriptions.
 
+use std::time::Duration;
+
 use tokio_postgres::Client;
 
-use super::pool::PgPool;
+use super::pool::{GetError, PgPool};
 use crate::engine::Description;
 use crate::error::SqlError;
 use crate::output::{ColumnDef, ForeignKey, IndexDef};
@@ -11,7 +13,17 @@ use crate::output::{ColumnDef, ForeignKey, IndexDef};
 /// Refuses a role that could escape a read-only transaction, unless told to accept it.
 pub(super) async fn check_role(pool: &PgPool, database: &str, allow: bool) -> Result<(), SqlError> {
     let fail = |source| pool.setup_error(database, source);
-    let mut conn = pool.get().await.map_err(fail)?;
+    // Checked while the pool is new, so a connection is free at once.
+    let mut conn = match pool.get(Duration::from_secs(60)).await {
+        Ok(conn) => conn,
+        Err(GetError::Connect(e)) => return Err(fail(e)),
+        Err(GetError::Busy { .. }) => {
+            return Err(SqlError::Catalog {
+                database: database.to_owned(),
+                message: "every connection was busy while the role was checked".into(),
+            });
+        }
+    };
     let row = conn
         .client()
         .query_one(

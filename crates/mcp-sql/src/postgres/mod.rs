@@ -13,6 +13,7 @@ use std::pin::{Pin, pin};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
+use serde_json::Value;
 use tokio_postgres::error::{ErrorPosition, SqlState};
 use tokio_postgres::{CancelToken, Client, Config, NoTls, Row, SimpleQueryMessage, Statement};
 use tokio_util::sync::CancellationToken;
@@ -21,10 +22,10 @@ use crate::config::{DatabaseConfig, Limits, PostgresConfig};
 use crate::engine::{CatalogEntry, Description};
 use crate::error::{ExecError, SqlError};
 use crate::output::{Column, Rows};
-use crate::value::{Collector, Param};
+use crate::value::{Collector, Param, Truncation};
 use catalog::{TABLES, check_role, describe};
-use pool::{PgConn, PgPool};
-use types::{PgValue, TextParam};
+use pool::{GetError, PgConn, PgPool};
+use types::{RawValue, TextParam, decode};
 
 /// How long past the call's deadline the adapter waits for the server's own `statement_timeout`
 /// before it sends a cancel request itself.
@@ -77,6 +78,13 @@ fn parse(url: &str, database: &str) -> Result<Config, SqlError> {
 }
 
 impl PgDb {
+    /// The read pool's state, and the write pool's when writes are allowed.
+    pub(crate) fn pools(&self) -> Vec<crate::database::PoolStats> {
+        let mut pools = vec![self.reader.stats("read")];
+        pools.extend(self.writer.as_ref().map(|w| w.stats("write")));
+        pools
+    }
+
     /// Connects the read pool (and the write pool, if writes are allowed), checking that each role
     /// cannot escape a transaction through server files or programs.
     pub(crate) async fn connect(
@@ -118,11 +126,15 @@ impl PgDb {
         F: for<'c> FnOnce(&'c mut Client) -> Job<'c, T>,
     {
         let deadline = Instant::now() + limits.timeout;
+        let wait = limits.connection_wait.min(limits.timeout);
         let mut conn: PgConn = tokio::select! {
             biased;
             () = cancel.cancelled() => return Err(ExecError::Cancelled),
             () = tokio::time::sleep_until(deadline.into()) => return Err(ExecError::Timeout(limits.timeout)),
-            conn = pool.get() => conn.map_err(|e| ExecError::Unavailable(pool.describe(&e)))?,
+            conn = pool.get(wait) => conn.map_err(|e| match e {
+                GetError::Busy { connections } => ExecError::Busy { connections, waited: wait },
+                GetError::Connect(e) => ExecError::Unavailable(pool.describe(&e)),
+            })?,
         };
         let token = conn.client().cancel_token();
         conn.start();
@@ -297,14 +309,23 @@ fn columns(stmt: &Statement) -> Vec<Column> {
         .collect()
 }
 
-fn values(row: &Row, limit: Duration) -> Result<Vec<serde_json::Value>, Failure> {
-    (0..row.len())
-        .map(|i| {
-            row.try_get::<_, PgValue>(i)
-                .map(|v| v.0)
-                .map_err(|e| Failure::pg(&e, limit))
-        })
-        .collect()
+/// A row's values as JSON, or `None` when one of them is larger than `cap` bytes on the wire:
+/// such a value could never be returned, so it is not decoded (a 60 MB text would otherwise be
+/// copied into a string, then serialized to be measured). The driver has already received the row
+/// by then; PostgreSQL has no setting that stops the server building a large value.
+fn values(row: &Row, limit: Duration, cap: usize) -> Result<Option<Vec<Value>>, Failure> {
+    let mut out = Vec::with_capacity(row.len());
+    for (i, column) in row.columns().iter().enumerate() {
+        let raw = row
+            .try_get::<_, RawValue<'_>>(i)
+            .map_err(|e| Failure::pg(&e, limit))?;
+        out.push(match raw.0 {
+            None => Value::Null,
+            Some(bytes) if bytes.len() > cap => return Ok(None),
+            Some(bytes) => decode(column.type_(), bytes),
+        });
+    }
+    Ok(Some(out))
 }
 
 /// A statement prepared in a transaction of its own, under the call's time limit.
@@ -362,6 +383,7 @@ async fn read_in_tx(
         columns,
     } = prepare_in_tx(client, true, sql, params, limit).await?;
     let portal = tx.bind_raw(&stmt, bound.iter()).await.map_err(fail)?;
+    let cap = limits.value_cap();
     let mut collector = Collector::new(limits.max_rows, limits.max_bytes);
     'fetch: loop {
         let want = (limits.max_rows + 1 - collector.rows.len()).min(FETCH);
@@ -371,7 +393,13 @@ async fn read_in_tx(
         while let Some(row) = stream.next().await {
             let row = row.map_err(fail)?;
             got += 1;
-            if !collector.push(values(&row, limit)?) {
+            let Some(values) = values(&row, limit, cap)? else {
+                return Err(Failure {
+                    error: ExecError::TooBig(cap),
+                    fatal: false,
+                });
+            };
+            if !collector.push(values) {
                 break 'fetch;
             }
         }
@@ -417,8 +445,15 @@ async fn write_in_tx(
     let mut stream = pin!(tx.query_raw(&stmt, bound.iter()).await.map_err(fail)?);
     while let Some(row) = stream.next().await {
         let row = row.map_err(fail)?;
+        // An approved write runs to completion whatever it returns: a returned value over the
+        // cap only ends the rows kept, as the byte limit does.
         if collector.wants_more() {
-            collector.push(values(&row, limit)?);
+            match values(&row, limit, limits.value_cap())? {
+                Some(values) => {
+                    collector.push(values);
+                }
+                None => collector.cut(Truncation::MaxBytes),
+            }
         }
     }
     let affected = stream.rows_affected();

@@ -5,16 +5,39 @@
 //! timed out, failed outside SQL, or was abandoned mid-flight is closed instead, so a late cancel
 //! request or a half-read result can never reach the next call.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio_postgres::{CancelToken, Client, Config, NoTls};
+
+use crate::database::PoolStats;
 
 struct Shared {
     config: Config,
     idle: Mutex<Vec<Client>>,
     permits: Arc<Semaphore>,
+    size: usize,
+    /// Calls waiting for a connection now.
+    waiting: AtomicUsize,
+}
+
+/// Why no connection was lent.
+pub(crate) enum GetError {
+    /// Every connection stayed in use for the whole wait.
+    Busy { connections: usize },
+    /// A new connection could not be opened.
+    Connect(tokio_postgres::Error),
+}
+
+/// Counts a call as waiting for as long as it lives (the call's future may be dropped mid-wait).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 #[derive(Clone)]
@@ -84,11 +107,14 @@ impl PgPool {
     pub(crate) fn new(mut config: Config, size: usize, connect_timeout: Duration) -> PgPool {
         config.application_name("mcp-sql");
         config.connect_timeout(connect_timeout);
+        let size = size.max(1);
         PgPool {
             shared: Arc::new(Shared {
                 config,
                 idle: Mutex::new(Vec::new()),
-                permits: Arc::new(Semaphore::new(size.max(1))),
+                permits: Arc::new(Semaphore::new(size)),
+                size,
+                waiting: AtomicUsize::new(0),
             }),
         }
     }
@@ -107,6 +133,19 @@ impl PgPool {
         super::errors::setup_error(database, Some(&self.shared.config), error)
     }
 
+    /// The pool's state now: its size, the connections lent and the calls waiting for one.
+    pub(crate) fn stats(&self, pool: &'static str) -> PoolStats {
+        let shared = &self.shared;
+        PoolStats {
+            pool,
+            size: shared.size,
+            in_use: shared
+                .size
+                .saturating_sub(shared.permits.available_permits()),
+            waiting: shared.waiting.load(Ordering::Relaxed),
+        }
+    }
+
     /// Opens a new connection and drives it on its own task.
     async fn connect(&self) -> Result<Client, tokio_postgres::Error> {
         let (client, connection) = self.shared.config.connect(NoTls).await?;
@@ -118,15 +157,26 @@ impl PgPool {
         Ok(client)
     }
 
-    /// Lends a connection: an idle one, or a new one while the pool is below its size.
-    pub(crate) async fn get(&self) -> Result<PgConn, tokio_postgres::Error> {
-        let permit = self
-            .shared
-            .permits
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("the pool's semaphore is never closed");
+    /// Lends a connection: an idle one, or a new one while the pool is below its size. Waits at
+    /// most `wait` for a call to give one back; opening a new one is not part of the wait.
+    pub(crate) async fn get(&self, wait: Duration) -> Result<PgConn, GetError> {
+        let permits = &self.shared.permits;
+        let permit = match permits.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(TryAcquireError::Closed) => unreachable!("the pool's semaphore is never closed"),
+            Err(TryAcquireError::NoPermits) => {
+                self.shared.waiting.fetch_add(1, Ordering::Relaxed);
+                let _waiting = Waiting(&self.shared.waiting);
+                match tokio::time::timeout(wait, permits.clone().acquire_owned()).await {
+                    Ok(permit) => permit.expect("the pool's semaphore is never closed"),
+                    Err(_) => {
+                        return Err(GetError::Busy {
+                            connections: self.shared.size,
+                        });
+                    }
+                }
+            }
+        };
         let idle = loop {
             let next = self.shared.idle.lock().expect("pool lock").pop();
             match next {
@@ -136,7 +186,7 @@ impl PgPool {
         };
         let client = match idle {
             Some(c) => c,
-            None => self.connect().await?,
+            None => self.connect().await.map_err(GetError::Connect)?,
         };
         Ok(PgConn {
             client: Some(client),

@@ -40,17 +40,18 @@ impl ToSql for TextParam {
     to_sql_checked!();
 }
 
-/// A result value of any type, as JSON.
+/// A result value of any type as it came off the wire, not yet decoded (so that its size can be
+/// checked first); `None` is SQL NULL.
 #[derive(Debug)]
-pub(crate) struct PgValue(pub(crate) Value);
+pub(crate) struct RawValue<'a>(pub(crate) Option<&'a [u8]>);
 
-impl<'a> FromSql<'a> for PgValue {
-    fn from_sql(ty: &Type, raw: &'a [u8]) -> Result<Self, BoxError> {
-        Ok(PgValue(decode(ty, raw)))
+impl<'a> FromSql<'a> for RawValue<'a> {
+    fn from_sql(_ty: &Type, raw: &'a [u8]) -> Result<Self, BoxError> {
+        Ok(RawValue(Some(raw)))
     }
 
     fn from_sql_null(_ty: &Type) -> Result<Self, BoxError> {
-        Ok(PgValue(Value::Null))
+        Ok(RawValue(None))
     }
 
     fn accepts(_ty: &Type) -> bool {

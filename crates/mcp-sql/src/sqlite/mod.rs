@@ -10,15 +10,13 @@ use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{DatabaseConfig, Limits, SqliteConfig};
+use crate::database::PoolStats;
 use crate::engine::{CatalogEntry, Description};
 use crate::error::{ExecError, SqlError};
 use crate::output::Rows;
 use crate::value::Param;
 use policy::Mode;
 use pool::{Pool, Slot};
-
-/// The largest single value a read may build, whatever `max_bytes` says.
-const MIN_VALUE_CAP: usize = 64 * 1024 * 1024;
 
 pub(crate) struct SqliteDb {
     path: PathBuf,
@@ -42,7 +40,9 @@ impl SqliteDb {
         } else {
             None
         };
-        let cap = db.limits.max_bytes.saturating_mul(4).max(MIN_VALUE_CAP);
+        // Reads never build a value they could not return (`Limits::value_cap`). The per-call
+        // `max_rows` may only lower the row limit, so the byte limit is fixed per database.
+        let cap = db.limits.value_cap();
         let readers = (0..config.read_connections.max(1))
             .map(|_| Slot::open(&path, Mode::Read, false, busy, cap))
             .collect::<Result<Vec<_>, _>>()
@@ -58,6 +58,13 @@ impl SqliteDb {
         &self.path
     }
 
+    /// The read pool's state, and the write connection's when writes are allowed.
+    pub(crate) fn pools(&self) -> Vec<PoolStats> {
+        let mut pools = vec![self.readers.stats("read")];
+        pools.extend(self.writer.as_ref().map(|w| w.stats("write")));
+        pools
+    }
+
     pub(crate) async fn query(
         &self,
         sql: String,
@@ -67,16 +74,20 @@ impl SqliteDb {
     ) -> Result<Rows, ExecError> {
         let timeout = limits.timeout;
         self.readers
-            .run(timeout, cancel, move |slot, control| {
-                exec::read(
-                    slot,
-                    control,
-                    &sql,
-                    &params,
-                    (limits.max_rows, limits.max_bytes),
-                    timeout,
-                )
-            })
+            .run(
+                (timeout, limits.connection_wait),
+                cancel,
+                move |slot, control| {
+                    exec::read(
+                        slot,
+                        control,
+                        &sql,
+                        &params,
+                        (limits.max_rows, limits.max_bytes),
+                        timeout,
+                    )
+                },
+            )
             .await
     }
 
@@ -94,16 +105,20 @@ impl SqliteDb {
         };
         let timeout = limits.timeout;
         writer
-            .run(timeout, cancel, move |slot, control| {
-                exec::write(
-                    slot,
-                    control,
-                    &sql,
-                    &params,
-                    (limits.max_rows, limits.max_bytes),
-                    timeout,
-                )
-            })
+            .run(
+                (timeout, limits.connection_wait),
+                cancel,
+                move |slot, control| {
+                    exec::write(
+                        slot,
+                        control,
+                        &sql,
+                        &params,
+                        (limits.max_rows, limits.max_bytes),
+                        timeout,
+                    )
+                },
+            )
             .await
     }
 
@@ -114,19 +129,23 @@ impl SqliteDb {
     ) -> Result<Vec<CatalogEntry>, ExecError> {
         let timeout = limits.timeout;
         self.readers
-            .run(timeout, cancel, move |slot, control| {
-                let entries =
-                    exec::tables(slot).map_err(|e| control.classify(e, &slot.policy, timeout))?;
-                Ok(entries
-                    .into_iter()
-                    .map(|e| CatalogEntry {
-                        schema: "main".into(),
-                        name: e.name,
-                        kind: e.kind,
-                        fingerprint: e.fingerprint,
-                    })
-                    .collect())
-            })
+            .run(
+                (timeout, limits.connection_wait),
+                cancel,
+                move |slot, control| {
+                    let entries = exec::tables(slot)
+                        .map_err(|e| control.classify(e, &slot.policy, timeout))?;
+                    Ok(entries
+                        .into_iter()
+                        .map(|e| CatalogEntry {
+                            schema: "main".into(),
+                            name: e.name,
+                            kind: e.kind,
+                            fingerprint: e.fingerprint,
+                        })
+                        .collect())
+                },
+            )
             .await
     }
 
@@ -143,20 +162,24 @@ impl SqliteDb {
         }
         let timeout = limits.timeout;
         self.readers
-            .run(timeout, cancel, move |slot, control| {
-                let found = exec::describe(slot, &table)
-                    .map_err(|e| control.classify(e, &slot.policy, timeout))?;
-                Ok(found.map(|d| Description {
-                    schema: "main".into(),
-                    name: table,
-                    kind: d.kind,
-                    columns: d.columns,
-                    primary_key: d.primary_key,
-                    foreign_keys: d.foreign_keys,
-                    indexes: d.indexes,
-                    definition: d.definition,
-                }))
-            })
+            .run(
+                (timeout, limits.connection_wait),
+                cancel,
+                move |slot, control| {
+                    let found = exec::describe(slot, &table)
+                        .map_err(|e| control.classify(e, &slot.policy, timeout))?;
+                    Ok(found.map(|d| Description {
+                        schema: "main".into(),
+                        name: table,
+                        kind: d.kind,
+                        columns: d.columns,
+                        primary_key: d.primary_key,
+                        foreign_keys: d.foreign_keys,
+                        indexes: d.indexes,
+                        definition: d.definition,
+                    }))
+                },
+            )
             .await
     }
 }

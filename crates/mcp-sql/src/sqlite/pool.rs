@@ -6,7 +6,7 @@
 //! so an interrupt sent on behalf of one call can never reach the next call's statement.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -15,12 +15,15 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::policy::{Mode, Policy};
+use crate::database::PoolStats;
 use crate::error::ExecError;
 
 /// One pooled connection and the authorizer state installed on it.
 pub(crate) struct Slot {
     pub(crate) conn: Connection,
     pub(crate) policy: Policy,
+    /// The length limit set from the byte budget (reads), so that hitting it can be explained.
+    value_cap: Option<usize>,
 }
 
 impl Slot {
@@ -34,6 +37,8 @@ impl Slot {
     ) -> rusqlite::Result<Slot> {
         use rusqlite::config::DbConfig;
         use rusqlite::limits::Limit;
+
+        debug_assert!(mode == Mode::Write || max_value_bytes > 0);
 
         // Never SQLITE_OPEN_URI: the path is a file name, not a URI whose query could change the
         // open mode.
@@ -57,27 +62,56 @@ impl Slot {
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_ATTACH_CREATE, false)?;
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_ATTACH_WRITE, false)?;
         conn.set_limit(Limit::SQLITE_LIMIT_ATTACHED, 0)?;
-        match mode {
+        let value_cap = match mode {
             Mode::Read => {
                 conn.pragma_update(None, "query_only", true)?;
-                // No single value larger than this may be built (zeroblob(1e9), say).
+                // No single value larger than this may be built (randomblob(1e9), a string
+                // doubled in a recursive query): SQLite checks the size before it allocates, so
+                // such a statement fails at once instead of after seconds and gigabytes.
                 let cap = i32::try_from(max_value_bytes).unwrap_or(i32::MAX);
                 conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, cap)?;
+                Some(usize::try_from(cap).unwrap_or(usize::MAX))
             }
             Mode::Write => {
+                // An approved write may store values of any size the engine allows.
                 conn.pragma_update(None, "foreign_keys", true)?;
+                None
             }
-        }
+        };
         // Installed last: the setup pragmas above would be refused by it.
         let policy = Policy::new(mode);
         policy.install(&mut conn)?;
-        Ok(Slot { conn, policy })
+        Ok(Slot {
+            conn,
+            policy,
+            value_cap,
+        })
     }
 }
 
 struct Shared {
     idle: Mutex<Vec<Slot>>,
     permits: Arc<Semaphore>,
+    /// How many connections the pool holds.
+    size: usize,
+    /// Calls waiting for a free connection now.
+    waiting: AtomicUsize,
+}
+
+/// Counts a call as waiting for as long as it lives (the call's future may be dropped mid-wait).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn new(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Waiting(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// A fixed set of connections to one database file.
@@ -112,6 +146,7 @@ pub(crate) struct Control {
     deadline: Instant,
     cancel: CancellationToken,
     abandoned: Arc<AtomicBool>,
+    value_cap: Option<usize>,
 }
 
 impl Control {
@@ -136,6 +171,9 @@ impl Control {
             } else {
                 ExecError::Refused(denial.why)
             };
+        }
+        if let (Some(ErrorCode::TooBig), Some(cap)) = (err.sqlite_error_code(), self.value_cap) {
+            return ExecError::TooBig(cap);
         }
         match err.sqlite_error_code() {
             Some(ErrorCode::OperationInterrupted) => {
@@ -193,20 +231,60 @@ impl Drop for Interrupter {
 impl Pool {
     /// A pool over already opened connections.
     pub(crate) fn new(slots: Vec<Slot>) -> Pool {
-        let permits = Arc::new(Semaphore::new(slots.len()));
+        let size = slots.len();
         Pool {
             shared: Arc::new(Shared {
                 idle: Mutex::new(slots),
-                permits,
+                permits: Arc::new(Semaphore::new(size)),
+                size,
+                waiting: AtomicUsize::new(0),
             }),
         }
     }
 
+    /// The pool's state now: its size, the connections in use and the calls waiting for one.
+    pub(crate) fn stats(&self, pool: &'static str) -> PoolStats {
+        let shared = &self.shared;
+        PoolStats {
+            pool,
+            size: shared.size,
+            in_use: shared
+                .size
+                .saturating_sub(shared.permits.available_permits()),
+            waiting: shared.waiting.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Takes a connection's permit, waiting at most `wait` for one to come free.
+    async fn acquire(
+        &self,
+        wait: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<OwnedSemaphorePermit, ExecError> {
+        let closed = || ExecError::Unavailable("the connection pool is closed".into());
+        match self.shared.permits.clone().try_acquire_owned() {
+            Ok(permit) => return Ok(permit),
+            Err(tokio::sync::TryAcquireError::Closed) => return Err(closed()),
+            Err(tokio::sync::TryAcquireError::NoPermits) => {}
+        }
+        let _waiting = Waiting::new(&self.shared.waiting);
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(ExecError::Cancelled),
+            () = tokio::time::sleep(wait) => Err(ExecError::Busy {
+                connections: self.shared.size,
+                waited: wait,
+            }),
+            permit = self.shared.permits.clone().acquire_owned() => permit.map_err(|_| closed()),
+        }
+    }
+
     /// Runs `job` on a pooled connection in a blocking task, under a deadline of `limit` and the
-    /// request's cancellation token; waiting for a free connection counts toward the deadline.
+    /// request's cancellation token. Waiting for a free connection counts toward the deadline and
+    /// lasts at most `wait` (and at most `limit`), after which the call is refused as busy.
     pub(crate) async fn run<T, F>(
         &self,
-        limit: Duration,
+        (limit, wait): (Duration, Duration),
         cancel: &CancellationToken,
         job: F,
     ) -> Result<T, ExecError>
@@ -215,14 +293,7 @@ impl Pool {
         F: FnOnce(&mut Slot, &Control) -> Result<T, ExecError> + Send + 'static,
     {
         let deadline = Instant::now() + limit;
-        let permit = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return Err(ExecError::Cancelled),
-            () = tokio::time::sleep_until(deadline.into()) => return Err(ExecError::Timeout(limit)),
-            permit = self.shared.permits.clone().acquire_owned() => {
-                permit.map_err(|_| ExecError::Unavailable("the connection pool is closed".into()))?
-            }
-        };
+        let permit = self.acquire(wait.min(limit), cancel).await?;
         let slot = self
             .shared
             .idle
@@ -245,6 +316,7 @@ impl Pool {
             deadline,
             cancel: cancel.clone(),
             abandoned,
+            value_cap: lease.slot.as_ref().and_then(|s| s.value_cap),
         };
         let task = tokio::task::spawn_blocking(move || {
             let mut lease = lease;

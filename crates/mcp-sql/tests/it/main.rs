@@ -4,6 +4,7 @@
 //! PostgreSQL test works in a schema and roles of its own and drops them at the end.
 
 mod cancel;
+mod pool;
 mod postgres;
 mod resources;
 mod sample;

@@ -391,6 +391,7 @@ async fn results_are_cut_at_the_row_and_byte_limits() {
         max_rows: 50,
         max_bytes: 4096,
         timeout: Duration::from_secs(10),
+        ..Limits::default()
     };
     let client = client(&fx, limits).await;
     let rows = client
@@ -418,6 +419,33 @@ async fn results_are_cut_at_the_row_and_byte_limits() {
     let b = ok(&bytes);
     assert_eq!(b["truncated_reason"], "max_bytes");
     assert!(serde_json::to_vec(&b["rows"]).unwrap().len() <= 4096);
+}
+
+#[tokio::test]
+async fn a_single_value_over_the_byte_budget_is_refused_before_it_is_decoded() {
+    let fx = PgFixture::new("CREATE TABLE t (id int);").await;
+    let limits = Limits {
+        max_bytes: 100_000,
+        ..Limits::default()
+    };
+    let client = client(&fx, limits).await;
+    // Four times the budget, at least 1 MiB: the bytes a value may take on the wire.
+    for sql in [
+        "SELECT repeat('x', 30000000)",
+        "SELECT decode(repeat('ab', 2000000), 'hex')",
+    ] {
+        let result = client.call("query", json!({"sql": sql})).await;
+        let message = tool_error(&result);
+        assert!(
+            message.contains("1048576 bytes") && message.contains("max_bytes"),
+            "{sql}: {message}"
+        );
+    }
+    // Under the cap, a value over the budget is still cut as before.
+    let cut = client
+        .call("query", json!({"sql": "SELECT repeat('x', 500000)"}))
+        .await;
+    assert_eq!(ok(&cut)["truncated_reason"], json!("max_bytes"));
 }
 
 #[tokio::test]

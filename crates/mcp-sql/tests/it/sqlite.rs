@@ -420,6 +420,7 @@ async fn results_are_cut_at_the_row_and_byte_limits() {
         max_rows: 50,
         max_bytes: 4096,
         timeout: Duration::from_secs(10),
+        ..Limits::default()
     };
     let adapter = SqlAdapter::sqlite(
         path.as_path(),
@@ -481,6 +482,44 @@ async fn results_are_cut_at_the_row_and_byte_limits() {
     assert!((10..20).contains(&n), "about 4096 / 212 rows fit: {n}");
     assert!(serde_json::to_vec(&b["rows"]).unwrap().len() <= 4096);
     assert!(text(&bytes).contains("size limit"));
+}
+
+#[tokio::test]
+async fn a_single_value_over_the_byte_budget_is_refused_at_once() {
+    let (_dir, _path, client) = shop(false).await;
+    // The default budget is 512 KiB of row data, so no value over four times that is ever built.
+    let started = Instant::now();
+    let result = client
+        .call("query", json!({"sql": "SELECT randomblob(60000000)"}))
+        .await;
+    let elapsed = started.elapsed();
+    let message = tool_error(&result);
+    assert!(
+        message.contains("2097152 bytes") && message.contains("max_bytes"),
+        "{message}"
+    );
+    assert!(elapsed < Duration::from_millis(500), "{elapsed:?}");
+    // The same for a value built step by step, and for a parameter bound to the statement.
+    let built = client
+        .call(
+            "query",
+            json!({"sql": "WITH RECURSIVE s(x) AS (SELECT 'x' UNION ALL SELECT x || x FROM s WHERE length(x) < 100000000) SELECT max(length(x)) FROM s"}),
+        )
+        .await;
+    assert!(tool_error(&built).contains("2097152 bytes"), "{built}");
+    // Within the headroom a value is built as before: an intermediate one larger than the budget
+    // can be measured, and a returned one is cut with `truncated`.
+    let measured = client
+        .call(
+            "query",
+            json!({"sql": "SELECT length(randomblob(1000000))"}),
+        )
+        .await;
+    assert_eq!(ok(&measured)["rows"], json!([[1_000_000]]));
+    let cut = client
+        .call("query", json!({"sql": "SELECT randomblob(1000000)"}))
+        .await;
+    assert_eq!(ok(&cut)["truncated_reason"], json!("max_bytes"));
 }
 
 #[tokio::test]

@@ -370,3 +370,67 @@ async fn a_shared_ledger_makes_an_approval_single_use_across_instances() {
         .await;
     assert!(refused.is_err());
 }
+
+/// A server that restarts with the same state key accepts its old sealed approvals; with an
+/// approvals file a used one stays used (without it, shown first, it runs again).
+#[tokio::test]
+async fn an_approvals_file_keeps_an_approval_used_across_a_restart() {
+    let dir = TempDir::new();
+    let path = dir.path("shop.db");
+    sqlite_file(&path, SHOP);
+    let count = || {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.query_row("SELECT count(*) FROM customers", [], |r| r.get::<_, i64>(0))
+            .unwrap()
+    };
+    let key = [8u8; 32];
+    let args = json!({"sql": "INSERT INTO customers (name) VALUES ($1)", "params": ["Eve"]});
+    let approvals = dir.path("approvals.db");
+    let server = |file: bool| {
+        let (path, approvals) = (path.clone(), approvals.clone());
+        async move {
+            let adapter = SqlAdapter::sqlite(path.as_path(), writable()).unwrap();
+            let adapter = if file {
+                adapter.with_approvals_file(&approvals).unwrap()
+            } else {
+                adapter
+            };
+            Client::with_state_key(&adapter, &key).await
+        }
+    };
+
+    for file in [false, true] {
+        let first = server(file).await;
+        let asked_for = first.call("execute", args.clone()).await;
+        let (k, _, state) = asked(&asked_for);
+        let answer = Some(json!({ &k: accept(true) }));
+        let start = count();
+        let ran = first
+            .retry("execute", args.clone(), answer.clone(), Some(&state))
+            .await;
+        assert_eq!(ok(&ran)["rows_affected"], 1, "{ran}");
+        let replay = first
+            .retry("execute", args.clone(), answer.clone(), Some(&state))
+            .await;
+        assert!(tool_error(&replay).contains("already used"), "{replay}");
+        drop(first);
+
+        let restarted = server(file).await;
+        let replay = restarted
+            .retry("execute", args.clone(), answer, Some(&state))
+            .await;
+        if file {
+            assert!(tool_error(&replay).contains("already used"), "{replay}");
+            assert_eq!(count(), start + 1);
+        } else {
+            assert_eq!(ok(&replay)["rows_affected"], 1, "memory forgets: {replay}");
+            assert_eq!(count(), start + 2);
+        }
+    }
+
+    // A place where the file cannot be made is refused at start.
+    let refused = SqlAdapter::sqlite(path.as_path(), writable())
+        .unwrap()
+        .with_approvals_file(&dir.path("no/such/dir/approvals.db"));
+    assert!(refused.is_err());
+}

@@ -3,8 +3,9 @@
 //!
 //! Precedence: a flag that takes one value wins over the file; the repeatable flags (`--db`,
 //! `--root`, `--allowed-host`, `--allowed-origin`) add to the file's lists, and a `--db NAME=URL`
-//! whose name the file uses replaces that database. The limit flags and `--allow-write` apply to
-//! every database, over the file's values.
+//! whose name the file uses replaces that database. The limit flags (`--connection-wait` among
+//! them) and `--allow-write` apply to every database, and `--read-connections` to every SQLite
+//! one, over the file's values.
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
@@ -24,6 +25,8 @@ pub(crate) const DEFAULT_BIND: &str = "127.0.0.1:8080";
 pub(crate) const SAMPLE_NAME: &str = "sample";
 /// The sample database's file in the data folder.
 pub(crate) const SAMPLE_FILE: &str = "sample.db";
+/// The record of used write approvals in the data folder.
+pub(crate) const APPROVALS_FILE: &str = "used-approvals.db";
 const DEFAULT_NAME: &str = "mcp-rs";
 const DEFAULT_PATH: &str = "/mcp";
 const DEFAULT_MAX_MESSAGE: usize = 4 * 1024 * 1024;
@@ -46,6 +49,9 @@ pub(crate) struct Settings {
     pub state_key: Option<KeyFile>,
     /// The shared approval ledger's URL, and the flag or key that gave it.
     pub approval_ledger: Option<(String, &'static str)>,
+    /// Where used write approvals are recorded when there are writes and no shared ledger: a file
+    /// in the data folder.
+    pub approvals_file: Option<PathBuf>,
     pub sample: Option<Sample>,
     pub databases: Vec<DatabaseSettings>,
     pub roots: Vec<Root>,
@@ -80,6 +86,7 @@ pub(crate) struct KeyFile {
 #[derive(Debug)]
 pub(crate) struct Sample {
     pub data_dir: PathBuf,
+    pub read_connections: usize,
     pub config: DatabaseConfig,
 }
 
@@ -212,11 +219,13 @@ pub(crate) fn resolve(
         max_rows: args.max_rows,
         max_bytes: args.max_bytes,
         timeout: args.query_timeout,
+        connection_wait: args.connection_wait,
     };
     flags.check(&|field| {
         match field {
             "max_rows" => "--max-rows",
             "max_bytes" => "--max-bytes",
+            "connection_wait" => "--connection-wait",
             _ => "--query-timeout",
         }
         .to_owned()
@@ -225,9 +234,13 @@ pub(crate) fn resolve(
         max_rows: file.limits.max_rows,
         max_bytes: file.limits.max_bytes,
         timeout: file.limits.query_timeout.map(|s| s.0),
+        connection_wait: file.limits.connection_wait.map(|s| s.0),
     };
     file_limits.check(&|field| format!("limits.{}", file_key(field)))?;
     let base_limits = flags.over(file_limits.over(Limits::default()));
+    if let Some(n) = args.read_connections {
+        check_read_connections(n, "--read-connections")?;
+    }
 
     // Databases: the file's, then the flags' (a flag's name replaces the file's database).
     let mut databases = Vec::new();
@@ -264,7 +277,10 @@ pub(crate) fn resolve(
         }
         flag_names.push(name.clone());
         let key = format!("--db {name}");
-        let target = target(url, None).map_err(|e| format!("{key}: {e}"))?;
+        let mut target = target(url, None).map_err(|e| format!("{key}: {e}"))?;
+        if let (Target::Sqlite(sqlite), Some(n)) = (&mut target, args.read_connections) {
+            sqlite.read_connections = n;
+        }
         let config = DatabaseConfig {
             limits: base_limits,
             allow_write: args.allow_write,
@@ -279,6 +295,17 @@ pub(crate) fn resolve(
         });
     }
 
+    // The data folder: the sample database's, and where used write approvals are recorded.
+    let data_dir = || {
+        let from_env = env("MCP_DATA_DIR").filter(|v| !v.is_empty());
+        match (&args.data_dir, from_env, &file.sample.data_dir) {
+            (Some(dir), _, _) => Ok(dir.clone()),
+            (None, Some(dir), _) => Ok(PathBuf::from(dir)),
+            (None, None, Some(dir)) => Ok(in_file(dir)),
+            (None, None, None) => default_data_dir(env),
+        }
+    };
+
     // The sample: on by default only when no database is configured.
     let sample_on = args.sample
         || match file.sample.enabled {
@@ -291,15 +318,15 @@ pub(crate) fn resolve(
                 "databases.{SAMPLE_NAME}: the name {SAMPLE_NAME:?} belongs to the sample database; rename the database or turn the sample off"
             ));
         }
-        let from_env = env("MCP_DATA_DIR").filter(|v| !v.is_empty());
-        let data_dir = match (&args.data_dir, from_env, &file.sample.data_dir) {
-            (Some(dir), _, _) => dir.clone(),
-            (None, Some(dir), _) => PathBuf::from(dir),
-            (None, None, Some(dir)) => in_file(dir),
-            (None, None, None) => default_data_dir(env)?,
+        let data_dir = data_dir()?;
+        let read_connections = match (args.read_connections, file.sample.read_connections) {
+            (Some(n), _) => n,
+            (None, Some(n)) => check_read_connections(n, "sample.read_connections")?,
+            (None, None) => SqliteConfig::default_read_connections(),
         };
         Some(Sample {
             data_dir,
+            read_connections,
             config: DatabaseConfig {
                 limits: base_limits,
                 allow_write: args.allow_write || file.sample.allow_write,
@@ -309,6 +336,16 @@ pub(crate) fn resolve(
                 ),
             },
         })
+    } else {
+        None
+    };
+
+    // Used write approvals outlive a restart (the state key may be read from a file, so a sealed
+    // approval would be accepted again), unless the shared ledger records them.
+    let writes = sample.as_ref().is_some_and(|s| s.config.allow_write)
+        || databases.iter().any(|d| d.config.allow_write);
+    let approvals_file = if writes && approval_ledger.is_none() {
+        Some(data_dir()?.join(APPROVALS_FILE))
     } else {
         None
     };
@@ -375,6 +412,7 @@ pub(crate) fn resolve(
         instructions: file.server.instructions.clone(),
         state_key,
         approval_ledger,
+        approvals_file,
         sample,
         databases,
         roots,
@@ -472,6 +510,7 @@ fn file_database(
         max_rows: section.max_rows,
         max_bytes: section.max_bytes,
         timeout: section.query_timeout.map(|s| s.0),
+        connection_wait: section.connection_wait.map(|s| s.0),
     };
     own.check(&|field| format!("{key}.{}", file_key(field)))?;
     let mut target = target(&section.url, Some(in_file)).map_err(|e| format!("{key}.url: {e}"))?;
@@ -506,6 +545,10 @@ fn file_database(
                 ));
             }
             if let Some(n) = section.read_connections {
+                sqlite.read_connections =
+                    check_read_connections(n, &format!("{key}.read_connections"))?;
+            }
+            if let Some(n) = args.read_connections {
                 sqlite.read_connections = n;
             }
         }
@@ -528,6 +571,7 @@ struct Layer {
     max_rows: Option<usize>,
     max_bytes: Option<usize>,
     timeout: Option<Duration>,
+    connection_wait: Option<Duration>,
 }
 
 impl Layer {
@@ -536,11 +580,12 @@ impl Layer {
             max_rows: self.max_rows.unwrap_or(limits.max_rows),
             max_bytes: self.max_bytes.unwrap_or(limits.max_bytes),
             timeout: self.timeout.unwrap_or(limits.timeout),
+            connection_wait: self.connection_wait.unwrap_or(limits.connection_wait),
         }
     }
 
-    /// Checks this layer's values alone; `key` names a field (`max_rows`, `max_bytes`, `timeout`)
-    /// where it was written.
+    /// Checks this layer's values alone; `key` names a field (`max_rows`, `max_bytes`, `timeout`,
+    /// `connection_wait`) where it was written.
     fn check(&self, key: &dyn Fn(&str) -> String) -> Result<(), String> {
         match self.over(Limits::default()).validate() {
             Ok(()) => Ok(()),
@@ -571,6 +616,16 @@ fn check_min<T: PartialOrd + std::fmt::Display + Copy>(
         Err(format!("{key}: must be at least {min}"))
     } else {
         Ok(value)
+    }
+}
+
+/// A number of SQLite read connections, within what the adapter accepts.
+fn check_read_connections(n: usize, key: &str) -> Result<usize, String> {
+    let max = SqliteConfig::MAX_READ_CONNECTIONS;
+    if (1..=max).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!("{key}: must be between 1 and {max}"))
     }
 }
 
@@ -672,7 +727,7 @@ fn default_data_dir(env: Env<'_>) -> Result<PathBuf, String> {
     match env("HOME").map(PathBuf::from) {
         Some(home) if home.is_absolute() => Ok(home.join(".local/share/mcp-rs")),
         _ => Err(
-            "cannot find a data folder for the sample database: set MCP_DATA_DIR (or --data-dir)"
+            "cannot find a data folder (for the sample database and the record of used write approvals): set MCP_DATA_DIR (or --data-dir)"
                 .to_owned(),
         ),
     }

@@ -58,6 +58,27 @@ fn the_approval_ledger_comes_from_the_flag_or_the_file_and_must_be_postgres() {
 }
 
 #[test]
+fn used_approvals_are_recorded_in_the_data_folder_unless_a_ledger_is_given() {
+    let s = resolve_with(&[], None).unwrap();
+    assert_eq!(s.approvals_file, None, "no writes, nothing to record");
+    let s = resolve_with(&["--allow-write"], None).unwrap();
+    assert_eq!(
+        s.approvals_file.as_deref(),
+        Some(Path::new("/home/ada/.local/share/mcp-rs/used-approvals.db"))
+    );
+    // A database of the file that allows writes, without the sample: the data folder still.
+    let file = "[sample]\ndata_dir = \"data\"\n[databases.a]\nurl = \"a.db\"\nallow_write = true\n";
+    let s = resolve_with(&[], Some(file)).unwrap();
+    assert!(s.sample.is_none());
+    assert_eq!(
+        s.approvals_file.as_deref(),
+        Some(Path::new("/etc/mcp/data/used-approvals.db"))
+    );
+    let s = resolve_with(&["--approval-ledger", "postgres://l@db/mcp"], Some(file)).unwrap();
+    assert_eq!(s.approvals_file, None, "the ledger records them");
+}
+
+#[test]
 fn no_flags_serve_the_sample_on_loopback() {
     let s = resolve_with(&[], None).unwrap();
     assert!(!s.stdio);
@@ -293,6 +314,61 @@ fn the_file_and_the_flags() {
 }
 
 #[test]
+fn connection_wait_and_read_connections() {
+    let s = resolve_with(&[], None).unwrap();
+    let sample = s.sample.unwrap();
+    assert_eq!(
+        sample.read_connections,
+        SqliteConfig::default_read_connections()
+    );
+    assert!(sample.read_connections >= 4);
+    assert_eq!(sample.config.limits.connection_wait, Duration::from_secs(5));
+
+    let file = "[sample]\nenabled = true\nread_connections = 3\n\
+                [limits]\nconnection_wait = \"2s\"\n\
+                [databases.a]\nurl = \"a.db\"\nread_connections = 5\nconnection_wait = \"1s\"\n\
+                [databases.b]\nurl = \"postgres://r@h/b\"\n";
+    let s = resolve_with(&[], Some(file)).unwrap();
+    assert_eq!(s.sample.as_ref().unwrap().read_connections, 3);
+    let wait = |s: &Settings, name: &str| {
+        let db = s.databases.iter().find(|d| d.name == name).unwrap();
+        db.config.limits.connection_wait
+    };
+    assert_eq!(wait(&s, "a"), Duration::from_secs(1));
+    assert_eq!(wait(&s, "b"), Duration::from_secs(2));
+    assert!(matches!(&s.databases[0].target, Target::Sqlite(c) if c.read_connections == 5));
+
+    // The flags win, on every SQLite database (PostgreSQL has `connections`).
+    let argv = [
+        "--read-connections",
+        "9",
+        "--connection-wait",
+        "250ms",
+        "--db",
+        "c=c.db",
+    ];
+    let s = resolve_with(&argv, Some(file)).unwrap();
+    assert_eq!(s.sample.as_ref().unwrap().read_connections, 9);
+    for db in &s.databases {
+        assert_eq!(db.config.limits.connection_wait, Duration::from_millis(250));
+        if let Target::Sqlite(c) = &db.target {
+            assert_eq!(c.read_connections, 9, "{}", db.name);
+        }
+    }
+
+    let e = resolve_with(&["--read-connections", "0"], None).unwrap_err();
+    assert!(
+        e.starts_with("--read-connections: must be between 1 and 64"),
+        "{e}"
+    );
+    let e = resolve_with(&["--connection-wait", "0"], None).unwrap_err();
+    assert!(
+        e.starts_with("--connection-wait: must be more than zero"),
+        "{e}"
+    );
+}
+
+#[test]
 fn bad_values_name_their_key() {
     let cases = [
         (
@@ -322,6 +398,18 @@ fn bad_values_name_their_key() {
         (
             "[limits]\nquery_timeout = 0\n",
             "limits.query_timeout: must be more than zero",
+        ),
+        (
+            "[limits]\nconnection_wait = 0\n",
+            "limits.connection_wait: must be more than zero",
+        ),
+        (
+            "[databases.s]\nurl = \"a.db\"\nread_connections = 0\n",
+            "databases.s.read_connections: must be between 1 and 64",
+        ),
+        (
+            "[sample]\nread_connections = 65\n",
+            "sample.read_connections: must be between 1 and 64",
         ),
         (
             "[databases.s]\nurl = \"a.db\"\nmax_bytes = 1\n",

@@ -2,9 +2,12 @@
 //! SQLite files and the local PostgreSQL) and the filesystem adapter, driven by the `mcp` client
 //! commands and by `mcp-client`.
 
+mod approvals;
 mod config;
 mod files;
+mod limits;
 mod observe;
 mod postgres;
 mod sqlite;
 pub(crate) mod support;
+mod watch;

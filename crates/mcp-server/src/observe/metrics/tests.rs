@@ -670,3 +670,49 @@ fn a_request_may_end_on_another_thread_than_it_started() {
         8.0
     );
 }
+
+#[test]
+fn added_gauges_are_read_at_each_render() {
+    use std::sync::atomic::AtomicI64;
+
+    let m = Metrics::new();
+    let waiting = Arc::new(AtomicI64::new(0));
+    let seen = waiting.clone();
+    m.gauges(
+        "app_pool_waiting",
+        "Calls waiting for a connection.",
+        &["database", "pool"],
+        move |emit| {
+            emit(&["main", "read"], seen.load(Relaxed));
+            emit(&["we\"ird\\", "write"], 1);
+        },
+    );
+    m.gauges("app_up", "Whether the app is up.", &[], |emit| emit(&[], 1));
+    let f = validate(&m.render());
+    assert_eq!(
+        value(
+            &f,
+            "app_pool_waiting",
+            &[("database", "main"), ("pool", "read")]
+        ),
+        0.0
+    );
+    assert_eq!(f["app_pool_waiting"][1].labels[0].1, "we\"ird\\");
+    assert_eq!(value(&f, "app_up", &[]), 1.0);
+    waiting.store(3, Relaxed);
+    let f = validate(&m.render());
+    assert_eq!(
+        value(
+            &f,
+            "app_pool_waiting",
+            &[("database", "main"), ("pool", "read")]
+        ),
+        3.0
+    );
+    // Names are the caller's constants: a bad one is a programming error.
+    for (name, labels) in [("2x", &[][..]), ("a-b", &[][..]), ("ok", &["a:b"][..])] {
+        let m = m.clone();
+        let caught = std::panic::catch_unwind(move || m.gauges(name, "x", labels, |_| {}));
+        assert!(caught.is_err(), "{name} {labels:?}");
+    }
+}

@@ -3,7 +3,10 @@
 //!
 //! On stdio, stdout carries only protocol messages, so logs always go to stderr.
 
+mod limit;
+
 use serde::Deserialize;
+use tracing_log::AsLog as _;
 use tracing_subscriber::EnvFilter;
 
 /// The environment variable that holds the log filter.
@@ -37,20 +40,31 @@ pub(crate) fn init(default_filter: &str, format: LogFormat) {
             // journal stay plain text.
             let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
                 && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-            tracing_subscriber::fmt()
+            let subscriber = tracing_subscriber::fmt()
                 .with_writer(std::io::stderr)
                 .with_ansi(ansi)
                 .with_env_filter(filter)
-                .init();
+                .finish();
+            tracing::subscriber::set_global_default(subscriber)
+                .expect("the log subscriber is installed once");
         }
-        LogFormat::Json => tracing_subscriber::fmt()
-            .json()
-            .flatten_event(true)
-            .with_current_span(false)
-            .with_span_list(false)
-            .with_writer(std::io::stderr)
-            .with_env_filter(filter)
-            .init(),
+        LogFormat::Json => {
+            let subscriber = tracing_subscriber::fmt()
+                .json()
+                .flatten_event(true)
+                .with_current_span(false)
+                .with_span_list(false)
+                .with_writer(std::io::stderr)
+                .with_env_filter(filter)
+                .finish();
+            tracing::subscriber::set_global_default(subscriber)
+                .expect("the log subscriber is installed once");
+        }
+    }
+    // Libraries that log through `log` (notify, for one) reach the same subscriber, each call
+    // site at a bounded rate. Set after the subscriber, whose most verbose level it copies.
+    if log::set_boxed_logger(Box::new(limit::LimitedLog::new())).is_ok() {
+        log::set_max_level(tracing::level_filters::LevelFilter::current().as_log());
     }
     if let Some(e) = invalid {
         tracing::warn!("{FILTER_VAR}: invalid filter ({e}); using {default_filter:?}");

@@ -1,42 +1,16 @@
-//! Where used write approvals are recorded.
-//!
-//! By default in memory, which makes an approval single-use within one process. Instances behind a
-//! load balancer share the state key, so a sealed approval accepted by one would be accepted once
-//! more by each of the others; with a shared ledger (a PostgreSQL table) an approval is single-use
-//! across all of them. The ledger fails closed: when it cannot be reached, nothing is run.
+//! Used approvals in a PostgreSQL table, shared by every instance that connects to it.
 
 use std::time::Duration;
 
 use tokio::sync::Mutex;
 use tokio_postgres::{Client, Config, NoTls};
 
-use crate::approval::{Spent, UsedApprovals};
+use super::{LEDGER_TABLE, SLACK};
+use crate::approval::Spent;
 use crate::error::SqlError;
-
-/// The table a shared ledger keeps used approvals in.
-pub const LEDGER_TABLE: &str = "mcp_used_approvals";
 
 /// How long connecting to the ledger may take before a call gives up.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Extra time a used approval is remembered past its state's lifetime, for clock differences
-/// between the instances.
-const SLACK_SECS: f64 = 60.0;
-
-pub(crate) enum Approvals {
-    Local(UsedApprovals),
-    Shared(Box<SharedLedger>),
-}
-
-impl Approvals {
-    /// Records `nonce` as used, unless it already was (see [`UsedApprovals::consume`]).
-    pub(crate) async fn consume(&self, nonce: &str, state_ttl: Duration) -> Result<(), Spent> {
-        match self {
-            Approvals::Local(used) => used.consume(nonce, state_ttl),
-            Approvals::Shared(ledger) => ledger.consume(nonce, state_ttl).await,
-        }
-    }
-}
 
 /// Used approvals in a PostgreSQL table, one row per approval until its state has expired.
 pub(crate) struct SharedLedger {
@@ -90,7 +64,7 @@ impl SharedLedger {
         Ok(client)
     }
 
-    async fn consume(&self, nonce: &str, state_ttl: Duration) -> Result<(), Spent> {
+    pub(super) async fn consume(&self, nonce: &str, state_ttl: Duration) -> Result<(), Spent> {
         let mut slot = self.client.lock().await;
         if slot.as_ref().is_none_or(Client::is_closed) {
             *slot = None;
@@ -100,7 +74,7 @@ impl SharedLedger {
             }
         }
         let client = slot.as_ref().expect("connected above");
-        let remember = state_ttl.as_secs_f64() + SLACK_SECS;
+        let remember = (state_ttl + SLACK).as_secs_f64();
         let sql = format!(
             "WITH expired AS (DELETE FROM {LEDGER_TABLE} WHERE expires_at < now()) \
              INSERT INTO {LEDGER_TABLE} (nonce, expires_at) \
