@@ -14,6 +14,7 @@
 
 mod args;
 mod connect;
+mod hints;
 mod output;
 mod progress;
 mod prompt;
@@ -192,6 +193,8 @@ pub(crate) enum CliError {
     Client(mcp_client::Error),
     /// The tool reported an error; the result was printed: exit 1.
     ToolError,
+    /// An error with what the user can do about it; exits as the error does.
+    Explained { error: Box<CliError>, hint: String },
 }
 
 impl CliError {
@@ -203,6 +206,11 @@ impl CliError {
         match self {
             CliError::Usage(_) => EXIT_USAGE,
             CliError::ToolError => EXIT_TOOL_ERROR,
+            CliError::Explained { error, .. } => error.exit_code(),
+            // A URL that cannot be used is a mistake on the command line.
+            CliError::Client(mcp_client::Error::Http(mcp_client::HttpError::InvalidUrl {
+                ..
+            })) => EXIT_USAGE,
             CliError::Client(e) => match e.kind() {
                 ErrorKind::Protocol => EXIT_PROTOCOL,
                 ErrorKind::Transport | ErrorKind::Timeout => EXIT_TRANSPORT,
@@ -227,6 +235,7 @@ impl fmt::Display for CliError {
         match self {
             CliError::Usage(message) => f.write_str(message),
             CliError::ToolError => f.write_str("the tool reported an error (isError)"),
+            CliError::Explained { error, hint } => write!(f, "{error}; {hint}"),
             CliError::Client(e) => {
                 if let mcp_client::Error::Protocol { method, error } = e {
                     write!(
@@ -240,7 +249,12 @@ impl fmt::Display for CliError {
                     return Ok(());
                 }
                 write!(f, "{e}")?;
-                let mut source = std::error::Error::source(e);
+                // A failed connection says why in its message; the chain under it is the HTTP
+                // library's own account of the same thing.
+                let mut source = match e {
+                    mcp_client::Error::Http(mcp_client::HttpError::Connect { .. }) => None,
+                    _ => std::error::Error::source(e),
+                };
                 while let Some(s) = source {
                     let text = s.to_string();
                     if !e.to_string().contains(&text) {

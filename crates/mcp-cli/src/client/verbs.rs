@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::args::{key_value, tool_arguments};
 use super::connect::{connect, stderr_style};
+use super::hints;
 use super::output::{self, Media, Style, first_line};
 use super::progress::Progress;
 use super::{CallArgs, CliError, Common, CompleteArgs, ListenArgs, PromptArgs, ReadArgs, Verb};
@@ -37,12 +38,14 @@ pub(crate) async fn run(verb: Verb) -> Result<(), CliError> {
         output::check_dir(dir).map_err(CliError::Usage)?;
     }
     let progress = Progress::default();
-    let client = connect(&common, &progress).await?;
+    let client = connect(&common, &progress)
+        .await
+        .map_err(|e| hints::explain(e, &common))?;
     let result = dispatch(&client, verb, &common, &progress).await;
     progress.finish();
     // Best effort: the answer is in; a server slow to exit is not the user's problem.
     let _ = client.close().await;
-    result
+    result.map_err(|e| hints::explain(e, &common))
 }
 
 async fn dispatch(

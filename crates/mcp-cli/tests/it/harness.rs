@@ -378,3 +378,43 @@ fn build_conformance_server(bin_dir: &Path) {
         "building conformance-server failed:\n{log}"
     );
 }
+
+/// A loopback HTTP server that answers every request with `response` (a whole HTTP/1.1 response,
+/// head and body) and closes the connection, for as long as the test runs: a stand-in for a
+/// proxy or a web server that is not an MCP server. Its URL, with `path`.
+pub fn canned_http(response: &'static str, path: &str) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    let addr = listener.local_addr().expect("the address");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                // Read the head and the body its Content-Length announces, then answer.
+                let mut request = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    let Ok(n) = stream.read(&mut chunk) else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    request.extend_from_slice(&chunk[..n]);
+                    let text = String::from_utf8_lossy(&request).to_ascii_lowercase();
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let length = text[..end]
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse::<usize>().ok())
+                            .unwrap_or(0);
+                        if request.len() >= end + 4 + length {
+                            break;
+                        }
+                    }
+                }
+                let _ = stream.write_all(response.as_bytes());
+            });
+        }
+    });
+    format!("http://{addr}{path}")
+}

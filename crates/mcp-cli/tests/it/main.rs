@@ -3,6 +3,7 @@
 //! `conformance-server` binary), and `mcp serve` with its adapters (serve/).
 
 mod harness;
+mod hints;
 mod http;
 mod interactive;
 mod serve;
