@@ -4,25 +4,34 @@
 use http::StatusCode;
 use mcp_client::HttpError;
 
-use super::{CliError, Common};
+use super::{CliError, Common, words};
 
-/// `error` with a hint, when one applies to it and to how the server was reached.
+/// `error` with a hint, when one applies to it and to how the server was reached, and with the end
+/// of a stdio server's stderr when the error carries it.
 pub(crate) fn explain(error: CliError, common: &Common) -> CliError {
     let CliError::Client(client_error) = &error else {
         return error;
     };
-    match hint(client_error, common) {
-        Some(hint) => CliError::Explained {
-            error: Box::new(error),
-            hint,
-        },
-        None => error,
+    let hint = hint(client_error, common);
+    let stderr = match client_error {
+        mcp_client::Error::ServerStart { stderr_tail, .. } => stderr_tail.clone(),
+        _ => None,
+    };
+    if hint.is_none() && stderr.is_none() {
+        return error;
+    }
+    CliError::Explained {
+        error: Box::new(error),
+        hint,
+        stderr,
     }
 }
 
 fn hint(error: &mcp_client::Error, common: &Common) -> Option<String> {
-    let mcp_client::Error::Http(http) = error else {
-        return None;
+    let http = match error {
+        mcp_client::Error::Http(http) => http,
+        mcp_client::Error::ServerStart { .. } => return Some(stdio_hint(common)),
+        _ => return None,
     };
     let url = common
         .url
@@ -69,5 +78,23 @@ fn hint(error: &mcp_client::Error, common: &Common) -> Option<String> {
             ))
         }
         _ => None,
+    }
+}
+
+/// For a command that never spoke MCP on stdio: whether it serves MCP on stdio at all, and for
+/// `mcp serve`, which serves HTTP unless told otherwise, the flag that makes it.
+fn stdio_hint(common: &Common) -> String {
+    let words = common
+        .stdio
+        .as_deref()
+        .and_then(|line| words::split(line).ok())
+        .unwrap_or_default();
+    let serve_without_stdio =
+        words.iter().any(|w| w == "serve") && !words.iter().any(|w| w == "--stdio");
+    if serve_without_stdio {
+        "does it serve MCP on stdio? mcp serve does with --stdio (it serves HTTP without it)"
+            .to_owned()
+    } else {
+        "does it serve MCP on stdio?".to_owned()
     }
 }

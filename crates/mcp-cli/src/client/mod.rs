@@ -193,8 +193,13 @@ pub(crate) enum CliError {
     Client(mcp_client::Error),
     /// The tool reported an error; the result was printed: exit 1.
     ToolError,
-    /// An error with what the user can do about it; exits as the error does.
-    Explained { error: Box<CliError>, hint: String },
+    /// An error with what the user can do about it, and the last lines a stdio server wrote on
+    /// stderr; exits as the error does.
+    Explained {
+        error: Box<CliError>,
+        hint: Option<String>,
+        stderr: Option<String>,
+    },
 }
 
 impl CliError {
@@ -235,7 +240,23 @@ impl fmt::Display for CliError {
         match self {
             CliError::Usage(message) => f.write_str(message),
             CliError::ToolError => f.write_str("the tool reported an error (isError)"),
-            CliError::Explained { error, hint } => write!(f, "{error}; {hint}"),
+            CliError::Explained {
+                error,
+                hint,
+                stderr,
+            } => {
+                write!(f, "{error}")?;
+                if let Some(hint) = hint {
+                    write!(f, "; {hint}")?;
+                }
+                if let Some(stderr) = stderr {
+                    f.write_str("\nthe server's stderr ended with:")?;
+                    for line in stderr.lines() {
+                        write!(f, "\n  {line}")?;
+                    }
+                }
+                Ok(())
+            }
             CliError::Client(e) => {
                 if let mcp_client::Error::Protocol { method, error } = e {
                     write!(

@@ -7,4 +7,4 @@ mod files;
 mod observe;
 mod postgres;
 mod sqlite;
-mod support;
+pub(crate) mod support;
