@@ -390,7 +390,8 @@ impl Client {
         }
     }
 
-    /// What a child server wrote to stderr, when it is captured ([`Stderr::Capture`]).
+    /// What a child server wrote to stderr, when it is captured ([`Stderr::Capture`]): the last
+    /// 1 MiB, complete once [`close`](Self::close) returned.
     pub async fn stderr(&self) -> Option<String> {
         self.inner.child.lock().await.as_ref()?.stderr()
     }
@@ -459,7 +460,7 @@ impl Client {
             command: child.command().to_owned(),
             problem,
             stdout,
-            stderr_tail: child.stderr_tail().await,
+            stderr_tail: child.stderr_tail(),
         }
     }
 }

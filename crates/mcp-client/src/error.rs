@@ -35,7 +35,7 @@ pub enum Error {
     #[error(transparent)]
     Http(#[from] HttpError),
     /// The server process could not be started.
-    #[error("could not start the server {program:?}: {source}")]
+    #[error("{}", spawn_message(program, source))]
     Spawn {
         /// The program that was run.
         program: String,
@@ -111,6 +111,15 @@ pub enum Error {
     /// A value given by the application cannot be sent (a header value with a line break, ...).
     #[error("invalid argument: {0}")]
     InvalidArgument(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Why a program could not be started, as a shell would say it for the usual reasons.
+fn spawn_message(program: &str, source: &std::io::Error) -> String {
+    match source.kind() {
+        std::io::ErrorKind::NotFound => format!("command not found: {program}"),
+        std::io::ErrorKind::PermissionDenied => format!("cannot run {program}: permission denied"),
+        _ => format!("could not start the server {program:?}: {source}"),
+    }
 }
 
 /// Why a server started over stdio never spoke MCP.

@@ -29,7 +29,9 @@ pub(crate) struct BenchArgs {
         required_unless_present = "stdio"
     )]
     url: Option<String>,
-    /// A command that serves MCP on stdio; it is started once and kept busy.
+    /// A command that serves MCP on stdio; it is started once and kept busy. It is split into
+    /// words like the client's --stdio (quotes and backslashes, no expansion) and run without a
+    /// shell.
     #[arg(long, value_name = "CMD")]
     stdio: Option<String>,
     /// HTTP: keep-alive connections, each with one request at a time.

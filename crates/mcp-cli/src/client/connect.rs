@@ -4,7 +4,7 @@ use std::io::IsTerminal as _;
 use std::time::Duration;
 
 use http::{HeaderName, HeaderValue};
-use mcp_client::{Client, HandlerError};
+use mcp_client::{Client, HandlerError, Stderr};
 use mcp_types::{
     ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult, Implementation, ListRootsResult,
     Root,
@@ -113,7 +113,13 @@ pub(crate) async fn connect(common: &Common, progress: &Progress) -> Result<Clie
         let words = words::split(line).map_err(|e| CliError::usage(format!("--stdio: {e}")))?;
         let mut command = tokio::process::Command::new(&words[0]);
         command.args(&words[1..]);
-        return Ok(builder.connect_stdio(command).await?);
+        // Kept, so that it does not cut through the output; shown when the server fails.
+        let stderr = if common.server_stderr {
+            Stderr::Inherit
+        } else {
+            Stderr::Capture
+        };
+        return Ok(builder.stderr(stderr).connect_stdio(command).await?);
     }
     let url = common
         .url

@@ -1,21 +1,51 @@
 //! What the user can do about an error: a hint added to the message when the error has a usual
 //! cause (nothing listening, a wrong endpoint path, the Host check of `mcp serve`).
 
+use std::process::ExitStatus;
+
 use http::StatusCode;
-use mcp_client::HttpError;
+use mcp_client::{ErrorKind, HttpError};
 
 use super::{CliError, Common, words};
 
+/// How many of the last lines of a failed server's stderr are shown.
+const STDERR_TAIL: usize = 20;
+
+/// How a stdio server ended, once the client closed it.
+pub(crate) struct ServerEnd {
+    /// What it wrote on stderr, when it was captured.
+    pub(crate) stderr: Option<String>,
+    /// Its exit status.
+    pub(crate) status: Option<ExitStatus>,
+}
+
 /// `error` with a hint, when one applies to it and to how the server was reached, and with the end
-/// of a stdio server's stderr when the error carries it.
-pub(crate) fn explain(error: CliError, common: &Common) -> CliError {
+/// of a stdio server's stderr when the server failed: when it would not start (the error carries
+/// it), or when `end` says how it ended after an error of the connection, a timeout or a broken
+/// protocol. A JSON-RPC error or a tool's error is the server working as it should, and gets
+/// none of it.
+pub(crate) fn explain(error: CliError, common: &Common, end: Option<ServerEnd>) -> CliError {
     let CliError::Client(client_error) = &error else {
         return error;
     };
-    let hint = hint(client_error, common);
+    let failed = matches!(
+        client_error.kind(),
+        ErrorKind::Transport | ErrorKind::Timeout
+    ) || matches!(client_error, mcp_client::Error::InvalidServerBehaviour(_));
+    let end = end.filter(|_| failed);
+    let mut hint = hint(client_error, common);
+    if hint.is_none()
+        && let mcp_client::Error::Disconnected { .. } = client_error
+        && let Some(status) = end.as_ref().and_then(|e| e.status)
+        && !status.success()
+    {
+        hint = Some(describe_exit(status));
+    }
     let stderr = match client_error {
         mcp_client::Error::ServerStart { stderr_tail, .. } => stderr_tail.clone(),
-        _ => None,
+        _ => end
+            .and_then(|e| e.stderr)
+            .and_then(|text| tail(&text, STDERR_TAIL)),
     };
     if hint.is_none() && stderr.is_none() {
         return error;
@@ -97,4 +127,23 @@ fn stdio_hint(common: &Common) -> String {
     } else {
         "does it serve MCP on stdio?".to_owned()
     }
+}
+
+/// "the server exited with status 101", "the server was killed by signal 11".
+fn describe_exit(status: ExitStatus) -> String {
+    #[cfg(unix)]
+    if let Some(signal) = std::os::unix::process::ExitStatusExt::signal(&status) {
+        return format!("the server was killed by signal {signal}");
+    }
+    match status.code() {
+        Some(code) => format!("the server exited with status {code}"),
+        None => format!("the server ended ({status})"),
+    }
+}
+
+/// The last `n` lines of `text` that are not blank; `None` if there are none.
+fn tail(text: &str, n: usize) -> Option<String> {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = lines[lines.len().saturating_sub(n)..].join("\n");
+    (!tail.is_empty()).then_some(tail)
 }

@@ -19,7 +19,7 @@ mod output;
 mod progress;
 mod prompt;
 mod verbs;
-mod words;
+pub(crate) mod words;
 
 use std::fmt;
 use std::io::{IsTerminal as _, Write as _};
@@ -43,9 +43,15 @@ pub(crate) const EXIT_USAGE: u8 = 4;
 #[command(group(ArgGroup::new("server").required(true).args(["stdio", "url"])))]
 pub(crate) struct Common {
     /// Start this server and speak stdio to it, e.g. "conformance-server --stdio". The line is split
-    /// into words like a shell would (quotes and backslashes), without any expansion.
+    /// into words like a shell would (quotes and backslashes), without any expansion, and run
+    /// without a shell (for pipes, variables or ~, give "sh -c '...'").
     #[arg(long, value_name = "COMMAND")]
     stdio: Option<String>,
+
+    /// Show what the --stdio server writes on stderr as it writes it. Without this flag it is kept,
+    /// and its last lines are shown only when the server fails.
+    #[arg(long, requires = "stdio")]
+    server_stderr: bool,
 
     /// Speak Streamable HTTP to this endpoint, e.g. http://127.0.0.1:8080/mcp.
     #[arg(long, value_name = "URL")]
@@ -270,10 +276,11 @@ impl fmt::Display for CliError {
                     return Ok(());
                 }
                 write!(f, "{e}")?;
-                // A failed connection says why in its message; the chain under it is the HTTP
-                // library's own account of the same thing.
+                // A failed connection or start says why in its message; the chain under it is
+                // the libraries' own account of the same thing.
                 let mut source = match e {
-                    mcp_client::Error::Http(mcp_client::HttpError::Connect { .. }) => None,
+                    mcp_client::Error::Http(mcp_client::HttpError::Connect { .. })
+                    | mcp_client::Error::Spawn { .. } => None,
                     _ => std::error::Error::source(e),
                 };
                 while let Some(s) = source {

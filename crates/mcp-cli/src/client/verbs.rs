@@ -40,12 +40,21 @@ pub(crate) async fn run(verb: Verb) -> Result<(), CliError> {
     let progress = Progress::default();
     let client = connect(&common, &progress)
         .await
-        .map_err(|e| hints::explain(e, &common))?;
+        .map_err(|e| hints::explain(e, &common, None))?;
     let result = dispatch(&client, verb, &common, &progress).await;
     progress.finish();
     // Best effort: the answer is in; a server slow to exit is not the user's problem.
-    let _ = client.close().await;
-    result.map_err(|e| hints::explain(e, &common))
+    let status = client.close().await.ok().flatten();
+    match result {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let end = hints::ServerEnd {
+                stderr: client.stderr().await,
+                status,
+            };
+            Err(hints::explain(e, &common, Some(end)))
+        }
+    }
 }
 
 async fn dispatch(

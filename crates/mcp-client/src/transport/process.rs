@@ -118,17 +118,10 @@ impl ChildProcess {
             .ok()
     }
 
-    /// The last [`STDERR_TAIL`] lines of the captured stderr, once the pipe closed (or after a
-    /// short wait: a grandchild may hold it open); `None` when stderr is not captured or was
-    /// empty.
-    pub(crate) async fn stderr_tail(&mut self) -> Option<String> {
-        if let Some(task) = self.capturing.take() {
-            let _ = tokio::time::timeout(Duration::from_millis(500), task).await;
-        }
-        let text = self.stderr()?;
-        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        let tail = lines[lines.len().saturating_sub(STDERR_TAIL)..].join("\n");
-        (!tail.is_empty()).then_some(tail)
+    /// The last [`STDERR_TAIL`] lines of the captured stderr (complete after
+    /// [`shutdown`](Self::shutdown)); `None` when stderr is not captured or was empty.
+    pub(crate) fn stderr_tail(&self) -> Option<String> {
+        tail(&self.stderr()?, STDERR_TAIL)
     }
 
     /// What the child wrote to stderr so far, when it is captured.
@@ -141,6 +134,16 @@ impl ChildProcess {
     /// Waits for the child after its stdin was closed; SIGTERM after `grace`, SIGKILL after
     /// another `grace`.
     pub(crate) async fn shutdown(&mut self, grace: Duration) -> std::io::Result<ExitStatus> {
+        let status = self.stop(grace).await;
+        // What it wrote last is in the buffer once the pipe closed (a grandchild may hold it
+        // open, hence the bound).
+        if let Some(task) = self.capturing.take() {
+            let _ = tokio::time::timeout(Duration::from_millis(500), task).await;
+        }
+        status
+    }
+
+    async fn stop(&mut self, grace: Duration) -> std::io::Result<ExitStatus> {
         if let Ok(status) = tokio::time::timeout(grace, self.child.wait()).await {
             return status;
         }
@@ -162,6 +165,13 @@ impl ChildProcess {
         self.child.start_kill()?;
         self.child.wait().await
     }
+}
+
+/// The last `n` lines of `text` that are not blank, or `None` if there are none.
+pub(crate) fn tail(text: &str, n: usize) -> Option<String> {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = lines[lines.len().saturating_sub(n)..].join("\n");
+    (!tail.is_empty()).then_some(tail)
 }
 
 /// The program and its arguments as one line, each word quoted when it needs to be, so that the

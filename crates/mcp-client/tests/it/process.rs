@@ -152,6 +152,10 @@ async fn a_missing_program_is_a_spawn_error() {
         .await
         .unwrap_err();
     assert!(matches!(err, mcp_client::Error::Spawn { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "command not found: /nonexistent/mcp-server"
+    );
     assert_eq!(err.kind(), mcp_client::ErrorKind::Transport);
 }
 
