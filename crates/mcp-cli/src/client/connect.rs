@@ -13,7 +13,7 @@ use mcp_types::{
 use super::output::Style;
 use super::progress::Progress;
 use super::prompt::{self, Asker};
-use super::{CliError, Common, words};
+use super::{CliError, Common, roots, words};
 
 /// The longest a request may run, whatever progress says, unless `--timeout` is longer.
 const HARD_MAX: Duration = Duration::from_secs(600);
@@ -102,7 +102,11 @@ pub(crate) async fn connect(common: &Common, progress: &Progress) -> Result<Clie
             });
     }
     if !common.roots.is_empty() {
-        let roots: Vec<Root> = common.roots.iter().map(Root::new).collect();
+        let roots: Vec<Root> = common
+            .roots
+            .iter()
+            .map(|r| roots::root(r))
+            .collect::<Result<_, _>>()?;
         builder = builder.on_roots(move |()| {
             let roots = roots.clone();
             async move { Ok::<_, HandlerError>(ListRootsResult { roots }) }

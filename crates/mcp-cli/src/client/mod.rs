@@ -18,6 +18,7 @@ mod hints;
 mod output;
 mod progress;
 mod prompt;
+mod roots;
 mod verbs;
 pub(crate) mod words;
 
@@ -83,8 +84,9 @@ pub(crate) struct Common {
     #[arg(long, value_name = "DIR")]
     save_dir: Option<PathBuf>,
 
-    /// A root to offer a server that asks for roots (repeatable), e.g. file:///home/me/project.
-    #[arg(long = "root", value_name = "URI")]
+    /// A root to offer a server that asks for roots (repeatable): a directory (".", "~/notes"),
+    /// sent as its canonical file:// URI, or a URI, sent as it is.
+    #[arg(long = "root", value_name = "DIR|URI")]
     roots: Vec<String>,
 }
 

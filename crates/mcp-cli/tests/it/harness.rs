@@ -278,6 +278,21 @@ fn fixture() -> Server {
         )
         .expect("cli_url registers");
     server
+        .add_tool(
+            Tool::new("cli_roots", object(json!({"type": "object"})))
+                .with_description("Asks for the client's roots, then lists their URIs and names"),
+            |mut ctx: RequestContext, _args: JsonObject| async move {
+                let answer = ctx.list_roots("roots")?;
+                let lines: Vec<String> = answer
+                    .roots
+                    .iter()
+                    .map(|r| format!("{} {}", r.uri, r.name.as_deref().unwrap_or("-")))
+                    .collect();
+                Ok::<_, HandlerError>(CallToolResult::text(lines.join("\n")))
+            },
+        )
+        .expect("cli_roots registers");
+    server
 }
 
 /// The fixture over loopback HTTP, for the life of this value.

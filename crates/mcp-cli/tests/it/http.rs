@@ -391,3 +391,56 @@ fn listen_prints_changes_until_ctrl_c() {
     let (status, _) = live.interrupt();
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn roots_given_as_paths_are_sent_as_file_uris() {
+    let server = HttpServer::start();
+    let dir = crate::serve::support::TempDir::new();
+    let notes = dir.join("My Notes");
+    std::fs::create_dir(&notes).unwrap();
+    let home = dir.join("home");
+    std::fs::create_dir_all(home.join("docs")).unwrap();
+    let base = format!("file://{}", dir.path().display());
+    let mut command = crate::harness::command(&[
+        "call",
+        "cli_roots",
+        "--url",
+        &server.url,
+        "--root",
+        ".",
+        "--root",
+        "My Notes/../My Notes",
+        "--root",
+        "~/docs",
+        "--root",
+        "file:///kept/as%20is",
+    ]);
+    let output = command
+        .current_dir(dir.path())
+        .env("HOME", &home)
+        .output()
+        .expect("mcp runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let name = dir.path().file_name().unwrap().to_str().unwrap();
+    assert_eq!(
+        stdout,
+        format!(
+            "{base} {name}\n{base}/My%20Notes My Notes\n{base}/home/docs docs\nfile:///kept/as%20is -\n"
+        )
+    );
+
+    // A path that does not exist is a usage error, before anything is sent.
+    let run = server.run(&["tools", "--root", "/nonexistent/mcp-root"], "");
+    run.expect_code(4);
+    assert!(
+        run.stderr.contains("--root /nonexistent/mcp-root"),
+        "{}",
+        run.stderr
+    );
+}
