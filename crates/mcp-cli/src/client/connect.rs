@@ -42,12 +42,10 @@ fn header(text: &str) -> Result<(HeaderName, HeaderValue), CliError> {
 /// Connects as `common` says. Elicitations are asked in the terminal (or declined with
 /// `--no-input`); `--root` answers roots requests; progress hides while a prompt asks.
 pub(crate) async fn connect(common: &Common, progress: &Progress) -> Result<Client, CliError> {
-    if !(common.timeout.is_finite() && common.timeout > 0.0) {
-        return Err(CliError::usage(
-            "--timeout must be a positive number of seconds",
-        ));
+    if common.timeout.is_zero() {
+        return Err(CliError::usage("--timeout must be more than zero"));
     }
-    let timeout = Duration::from_secs_f64(common.timeout);
+    let timeout = common.timeout;
     let mut builder = Client::builder()
         .client_info(
             Implementation::new("mcp-cli", env!("CARGO_PKG_VERSION")).with_title("mcp (mcp-rs)"),

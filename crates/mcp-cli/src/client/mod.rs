@@ -26,6 +26,7 @@ use std::fmt;
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{ArgGroup, Args, Subcommand};
 use mcp_client::ErrorKind;
@@ -67,10 +68,11 @@ pub(crate) struct Common {
     )]
     headers: Vec<String>,
 
-    /// Seconds to wait for each answer; progress notifications restart the wait. A timeout is a
-    /// local decision (the request is cancelled) and exits with 3.
-    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
-    timeout: f64,
+    /// How long to wait for each answer: seconds, or with a unit (500ms, 30s, 2m); progress
+    /// notifications restart the wait. A timeout is a local decision (the request is cancelled)
+    /// and exits with 3.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::flags::duration)]
+    timeout: Duration,
 
     /// Print the raw result as JSON (one line per notification for `listen`).
     #[arg(long)]
@@ -293,7 +295,7 @@ impl fmt::Display for CliError {
                     source = s.source();
                 }
                 if e.kind() == ErrorKind::Timeout {
-                    f.write_str(" (raise the wait with --timeout SECS)")?;
+                    f.write_str(" (raise the wait with --timeout, e.g. --timeout 5m)")?;
                 }
                 Ok(())
             }

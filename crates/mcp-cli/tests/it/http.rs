@@ -444,3 +444,36 @@ fn roots_given_as_paths_are_sent_as_file_uris() {
         run.stderr
     );
 }
+
+#[test]
+fn timeouts_take_the_duration_forms_of_every_command() {
+    let server = HttpServer::start();
+    let run = server.run(
+        &[
+            "call",
+            "test_slow",
+            "--arg",
+            "ms=5000",
+            "--timeout",
+            "300ms",
+        ],
+        "",
+    );
+    run.expect_code(3);
+    assert!(
+        run.stderr
+            .contains("no answer within 300ms (local timeout)"),
+        "{}",
+        run.stderr
+    );
+    server.run(&["tools", "--timeout", "2s"], "").expect_code(0);
+    server.run(&["tools", "--timeout", "1m"], "").expect_code(0);
+    server.run(&["tools", "--timeout", "0"], "").expect_code(4);
+    let run = server.run(&["tools", "--timeout", "soon"], "");
+    run.expect_code(4);
+    assert!(
+        run.stderr.contains("invalid duration \"soon\""),
+        "{}",
+        run.stderr
+    );
+}
