@@ -364,6 +364,13 @@ impl Client {
         self.inner.era()
     }
 
+    /// The server's discover result as last seen, without asking again: the answer to the era
+    /// probe, the legacy handshake's, or the last [`discover`](Self::discover). `None` when none
+    /// came yet (an HTTP origin whose era this process knew already is not probed again).
+    pub fn discovered(&self) -> Option<DiscoverResult> {
+        self.inner.discovered.lock().expect("discover lock").clone()
+    }
+
     /// The capabilities this client declares on every request (from its input handlers).
     pub fn capabilities(&self) -> &ClientCapabilities {
         &self.inner.capabilities

@@ -6,8 +6,8 @@ use std::time::Duration;
 use http::{HeaderName, HeaderValue};
 use mcp_client::{Client, HandlerError, Stderr};
 use mcp_types::{
-    ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult, Implementation, ListRootsResult,
-    Root,
+    ElicitAction, ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult, Implementation,
+    ListRootsResult, Root,
 };
 
 use super::output::Style;
@@ -132,6 +132,74 @@ pub(crate) async fn connect(common: &Common, progress: &Progress) -> Result<Clie
         builder = builder.header(name, value);
     }
     Ok(builder.connect_http(url).await?)
+}
+
+/// The error a legacy (2025-11-25) server answers when a request needs the user to open a URL
+/// first (`URLElicitationRequiredError`, retired in 2026-07-28 for the in-band request).
+pub(crate) const URL_ELICITATION_REQUIRED: i64 = -32042;
+
+/// Asks consent for each URL of a -32042 error, with the prompt of in-band URL elicitations (or
+/// declines them under `--no-input`), and says what happens next. An error whose data names no
+/// URL is returned as it is.
+pub(crate) async fn url_required(
+    error: mcp_client::Error,
+    common: &Common,
+    progress: &Progress,
+) -> CliError {
+    let urls: Vec<ElicitRequestURLParams> = error
+        .error_object()
+        .and_then(|e| e.data.as_ref())
+        .and_then(|d| d.get("elicitations"))
+        .and_then(|e| e.as_array())
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| {
+                    let message = item.get("message")?.as_str()?;
+                    let url = item.get("url")?.as_str()?;
+                    Some(ElicitRequestURLParams::new(message, url))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let Some(method) = (match &error {
+        mcp_client::Error::Protocol { method, .. } if !urls.is_empty() => Some(method.clone()),
+        _ => None,
+    }) else {
+        return CliError::Client(error);
+    };
+    let mut accepted = true;
+    for params in urls {
+        let answer = if common.no_input {
+            prompt::note_declined(
+                &stderr_style(),
+                &format!("{} ({})", params.message, params.url),
+            );
+            ElicitResult::decline()
+        } else {
+            let progress = progress.clone();
+            ask(move || {
+                progress.suspend(|| {
+                    let style = stderr_style();
+                    let stdin = std::io::stdin();
+                    Asker::new(stdin.lock(), std::io::stderr(), &style)
+                        .echo(!stdin.is_terminal())
+                        .url(&params)
+                })
+            })
+            .await
+            .unwrap_or_else(|_| ElicitResult::cancel())
+        };
+        accepted &= answer.action == ElicitAction::Accept;
+    }
+    CliError::Protocol(if accepted {
+        format!(
+            "{method}: the server needs the URL above opened first; run the command again once \
+             you are done there"
+        )
+    } else {
+        format!("{method}: the server needs the URL above opened first, which was declined")
+    })
 }
 
 /// Runs a blocking prompt off the async threads.

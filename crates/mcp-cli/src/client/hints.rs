@@ -5,6 +5,7 @@ use std::process::ExitStatus;
 
 use http::StatusCode;
 use mcp_client::{ErrorKind, HttpError};
+use mcp_jsonrpc::{ErrorObject, code};
 
 use super::{CliError, Common, words};
 
@@ -61,6 +62,7 @@ fn hint(error: &mcp_client::Error, common: &Common) -> Option<String> {
     let http = match error {
         mcp_client::Error::Http(http) => http,
         mcp_client::Error::ServerStart { .. } => return Some(stdio_hint(common)),
+        mcp_client::Error::Protocol { method, error } => return protocol_hint(method, error),
         _ => return None,
     };
     let url = common
@@ -146,4 +148,47 @@ fn tail(text: &str, n: usize) -> Option<String> {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let tail = lines[lines.len().saturating_sub(n)..].join("\n");
     (!tail.is_empty()).then_some(tail)
+}
+
+/// For a JSON-RPC error with a usual cause: a capability of ours the server needs (-32021), or a
+/// feature the server does not have (-32601 on its methods).
+fn protocol_hint(method: &str, error: &ErrorObject) -> Option<String> {
+    match error.code {
+        code::MISSING_REQUIRED_CLIENT_CAPABILITY => {
+            let required: Vec<String> = error
+                .data
+                .as_ref()
+                .and_then(|d| d.get("requiredCapabilities"))
+                .and_then(|c| c.as_object())
+                .map(|c| c.keys().cloned().collect())
+                .unwrap_or_default();
+            if required.iter().any(|c| c == "roots") {
+                Some("the server needs roots: offer them with --root DIR (repeatable)".to_owned())
+            } else if required.iter().any(|c| c == "sampling") {
+                Some("the server needs sampling, which mcp does not offer".to_owned())
+            } else if required.is_empty() {
+                None
+            } else {
+                Some(format!(
+                    "the server needs client capabilities mcp did not declare: {}",
+                    required.join(", ")
+                ))
+            }
+        }
+        code::METHOD_NOT_FOUND => {
+            let feature = method
+                .split('/')
+                .next()
+                .filter(|f| matches!(*f, "tools" | "prompts" | "resources" | "completion"))?;
+            let feature = if feature == "completion" {
+                "completions"
+            } else {
+                feature
+            };
+            Some(format!(
+                "this server offers no {feature} (mcp discover shows what it offers)"
+            ))
+        }
+        _ => None,
+    }
 }

@@ -15,6 +15,7 @@
 mod args;
 mod connect;
 mod hints;
+mod offers;
 mod output;
 mod progress;
 mod prompt;
@@ -203,6 +204,8 @@ pub(crate) enum CliError {
     Client(mcp_client::Error),
     /// The tool reported an error; the result was printed: exit 1.
     ToolError,
+    /// The server could not do what was asked, said in our words: exit 2.
+    Protocol(String),
     /// An error with what the user can do about it, and the last lines a stdio server wrote on
     /// stderr; exits as the error does.
     Explained {
@@ -221,6 +224,7 @@ impl CliError {
         match self {
             CliError::Usage(_) => EXIT_USAGE,
             CliError::ToolError => EXIT_TOOL_ERROR,
+            CliError::Protocol(_) => EXIT_PROTOCOL,
             CliError::Explained { error, .. } => error.exit_code(),
             // A URL that cannot be used is a mistake on the command line.
             CliError::Client(mcp_client::Error::Http(mcp_client::HttpError::InvalidUrl {
@@ -248,16 +252,21 @@ impl From<mcp_client::Error> for CliError {
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CliError::Usage(message) => f.write_str(message),
+            CliError::Usage(message) | CliError::Protocol(message) => f.write_str(message),
             CliError::ToolError => f.write_str("the tool reported an error (isError)"),
             CliError::Explained {
                 error,
                 hint,
                 stderr,
             } => {
-                write!(f, "{error}")?;
-                if let Some(hint) = hint {
-                    write!(f, "; {hint}")?;
+                let text = error.to_string();
+                f.write_str(&text)?;
+                match hint {
+                    // After a message of several lines (a JSON-RPC error's data), on a line of
+                    // its own.
+                    Some(hint) if text.contains('\n') => write!(f, "\nhint: {hint}")?,
+                    Some(hint) => write!(f, "; {hint}")?,
+                    None => {}
                 }
                 if let Some(stderr) = stderr {
                     f.write_str("\nthe server's stderr ended with:")?;

@@ -13,8 +13,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::args::{key_value, tool_arguments};
-use super::connect::{connect, stderr_style};
+use super::connect::{URL_ELICITATION_REQUIRED, connect, stderr_style, url_required};
 use super::hints;
+use super::offers::{self, Feature};
 use super::output::{self, Media, Style, first_line};
 use super::progress::Progress;
 use super::{CallArgs, CliError, Common, CompleteArgs, ListenArgs, PromptArgs, ReadArgs, Verb};
@@ -41,7 +42,14 @@ pub(crate) async fn run(verb: Verb) -> Result<(), CliError> {
     let client = connect(&common, &progress)
         .await
         .map_err(|e| hints::explain(e, &common, None))?;
-    let result = dispatch(&client, verb, &common, &progress).await;
+    let result = match dispatch(&client, verb, &common, &progress).await {
+        // A legacy server's way of asking for a URL to be opened: the same consent prompt as an
+        // in-band request gets.
+        Err(CliError::Client(e)) if e.code() == Some(URL_ELICITATION_REQUIRED) => {
+            Err(url_required(e, &common, &progress).await)
+        }
+        other => other,
+    };
     progress.finish();
     // Best effort: the answer is in; a server slow to exit is not the user's problem.
     let status = client.close().await.ok().flatten();
@@ -173,7 +181,27 @@ async fn discover(client: &Client, out: &Out) -> Result<(), CliError> {
     Ok(())
 }
 
+/// For a list the server does not offer: says so, and shows it empty under `key` (`--json`).
+fn not_offered(out: &Out, key: &str, what: &str) {
+    if out.json {
+        out.json(&json!({ key: [] }));
+        eprintln!(
+            "{}",
+            stderr_style().dim(&format!("this server offers no {what}"))
+        );
+    } else {
+        out.print(&format!(
+            "{}\n",
+            out.style.dim(&format!("(this server offers no {what})"))
+        ));
+    }
+}
+
 async fn tools(client: &Client, out: &Out) -> Result<(), CliError> {
+    if !offers::offers(client, Feature::Tools).await {
+        not_offered(out, "tools", "tools");
+        return Ok(());
+    }
     let tools = client.list_all_tools().await?;
     if out.json {
         out.json(&json!({ "tools": tools }));
@@ -314,6 +342,10 @@ async fn call(
 }
 
 async fn resources(client: &Client, out: &Out) -> Result<(), CliError> {
+    if !offers::offers(client, Feature::Resources).await {
+        not_offered(out, "resources", "resources");
+        return Ok(());
+    }
     let resources = client.list_all_resources().await?;
     if out.json {
         out.json(&json!({ "resources": resources }));
@@ -340,6 +372,10 @@ async fn resources(client: &Client, out: &Out) -> Result<(), CliError> {
 }
 
 async fn templates(client: &Client, out: &Out) -> Result<(), CliError> {
+    if !offers::offers(client, Feature::Resources).await {
+        not_offered(out, "resourceTemplates", "resource templates");
+        return Ok(());
+    }
     let templates = client.list_all_resource_templates().await?;
     if out.json {
         out.json(&json!({ "resourceTemplates": templates }));
@@ -390,6 +426,10 @@ async fn read(
 }
 
 async fn prompts(client: &Client, out: &Out) -> Result<(), CliError> {
+    if !offers::offers(client, Feature::Prompts).await {
+        not_offered(out, "prompts", "prompts");
+        return Ok(());
+    }
     let prompts = client.list_all_prompts().await?;
     if out.json {
         out.json(&json!({ "prompts": prompts }));
@@ -553,13 +593,7 @@ fn describe(filter: &SubscriptionFilter) -> String {
 }
 
 async fn listen(client: &Client, out: &Out, args: ListenArgs) -> Result<(), CliError> {
-    let everything = !args.tools && !args.prompts && !args.resources && args.resource.is_empty();
-    let filter = SubscriptionFilter {
-        tools_list_changed: (everything || args.tools).then_some(true),
-        prompts_list_changed: (everything || args.prompts).then_some(true),
-        resources_list_changed: (everything || args.resources).then_some(true),
-        resource_subscriptions: (!args.resource.is_empty()).then(|| args.resource.clone()),
-    };
+    let filter = offers::listen_filter(client, &args).await?;
     let mut subscription = client.listen(filter).await?;
     // Watch for Ctrl-C before saying we listen, so an interrupt from then on always stops cleanly.
     let mut interrupt =

@@ -144,7 +144,18 @@ fn lines(read: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
 
 impl Live {
     pub fn start(args: &[&str]) -> Live {
-        let mut child = command(args)
+        Self::spawn(command(args))
+    }
+
+    /// [`Live::start`] with `MCP_DATA_DIR=data_dir` (which a server it starts over stdio inherits).
+    pub fn start_in(data_dir: &Path, args: &[&str]) -> Live {
+        let mut command = command(args);
+        command.env("MCP_DATA_DIR", data_dir);
+        Self::spawn(command)
+    }
+
+    fn spawn(mut command: Command) -> Live {
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -6,5 +6,6 @@ mod harness;
 mod hints;
 mod http;
 mod interactive;
+mod offers;
 mod serve;
 mod stdio;
