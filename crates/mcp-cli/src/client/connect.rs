@@ -121,7 +121,23 @@ pub(crate) async fn connect(common: &Common, progress: &Progress) -> Result<Clie
         } else {
             Stderr::Capture
         };
-        return Ok(builder.stderr(stderr).connect_stdio(command).await?);
+        let connecting = builder.stderr(stderr).connect_stdio(command);
+        tokio::pin!(connecting);
+        // A server silent through the era probe gets the legacy handshake and the whole
+        // --timeout; say so rather than wait without a word (its stderr is kept meanwhile).
+        let probe = PROBE_MAX.min(timeout);
+        tokio::select! {
+            connected = &mut connecting => return Ok(connected?),
+            () = tokio::time::sleep(probe) => {
+                let note = stderr_style().dim(&format!(
+                    "note: the server has not answered for {}; waiting up to {} more (--timeout)",
+                    seconds(probe),
+                    seconds(timeout)
+                ));
+                progress.suspend(|| eprintln!("{note}"));
+            }
+        }
+        return Ok(connecting.await?);
     }
     let url = common
         .url
@@ -200,6 +216,17 @@ pub(crate) async fn url_required(
     } else {
         format!("{method}: the server needs the URL above opened first, which was declined")
     })
+}
+
+/// `10s`, `1.5s`, `500ms`: a wait as the duration flags take it.
+fn seconds(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
 }
 
 /// Runs a blocking prompt off the async threads.

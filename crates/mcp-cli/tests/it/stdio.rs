@@ -117,6 +117,14 @@ fn mcp_serve_without_stdio_is_silent_and_the_hint_says_stdio() {
         "{}",
         run.stderr
     );
+    // And the wait was announced when the probe's time was up.
+    assert!(
+        run.stderr.starts_with(
+            "note: the server has not answered for 1s; waiting up to 1s more (--timeout)\n"
+        ),
+        "{}",
+        run.stderr
+    );
 }
 
 /// A modern stdio server in POSIX sh that talks on stderr about every request it reads, and
