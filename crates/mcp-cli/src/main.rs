@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod client;
+mod flags;
 mod logging;
 mod serve;
 

@@ -28,7 +28,13 @@ use crate::transport::http::HttpTransport;
 use crate::transport::process::{ChildProcess, Stderr};
 use crate::transport::stdio::StdioTransport;
 use crate::transport::{Event, Outgoing, Reply, Transport};
-use crate::{Error, Violation};
+use crate::{Error, StartProblem, Violation};
+
+/// After the first line on a stdio server's stdout that is not JSON-RPC, how long it has to answer
+/// the era probe before the connection fails.
+const NOISE_GRACE: Duration = Duration::from_secs(1);
+/// After a stdio server closed its stdout, how long it has to exit for its status to be reported.
+const EXIT_WAIT: Duration = Duration::from_millis(500);
 
 /// Tunables; see the builder methods for what each one does.
 #[derive(Clone, Debug)]
@@ -261,11 +267,26 @@ impl ClientBuilder {
         child: Option<ChildProcess>,
     ) -> Result<Client, Error> {
         let client = self.into_client(Transport::Stdio(transport), child);
-        let probe = client.inner.probe();
-        let answer = tokio::time::timeout(client.inner.config.probe_timeout, probe)
-            .await
-            .ok();
-        if let Err(e) = client.inner.decide(era::classify_stdio(answer)).await {
+        let Transport::Stdio(lines) = &client.inner.transport else {
+            unreachable!("built over stdio just above")
+        };
+        // A server that prints text on stdout gets a short grace to answer anyway, rather than
+        // the whole probe timeout and then a legacy handshake it cannot answer either.
+        let answer = tokio::select! {
+            answer = client.inner.probe() => Some(answer),
+            () = tokio::time::sleep(client.inner.config.probe_timeout) => None,
+            () = lines.noise_then(NOISE_GRACE) => None,
+        };
+        let noisy = answer.is_none() && !lines.noise().is_empty();
+        let outcome = if noisy {
+            Err(Error::disconnected(
+                "the server printed text that is not JSON-RPC",
+            ))
+        } else {
+            client.inner.decide(era::classify_stdio(answer)).await
+        };
+        if let Err(e) = outcome {
+            let e = client.start_failure(e, noisy).await;
             // Best effort: the connection is useless now.
             let _ = client.close().await;
             return Err(e);
@@ -347,6 +368,13 @@ impl Client {
         self.inner.era()
     }
 
+    /// The server's discover result as last seen, without asking again: the answer to the era
+    /// probe, the legacy handshake's, or the last [`discover`](Self::discover). `None` when none
+    /// came yet (an HTTP origin whose era this process knew already is not probed again).
+    pub fn discovered(&self) -> Option<DiscoverResult> {
+        self.inner.discovered.lock().expect("discover lock").clone()
+    }
+
     /// The capabilities this client declares on every request (from its input handlers).
     pub fn capabilities(&self) -> &ClientCapabilities {
         &self.inner.capabilities
@@ -373,7 +401,8 @@ impl Client {
         }
     }
 
-    /// What a child server wrote to stderr, when it is captured ([`Stderr::Capture`]).
+    /// What a child server wrote to stderr, when it is captured ([`Stderr::Capture`]): the last
+    /// 1 MiB, complete once [`close`](Self::close) returned.
     pub async fn stderr(&self) -> Option<String> {
         self.inner.child.lock().await.as_ref()?.stderr()
     }
@@ -399,6 +428,50 @@ impl Client {
                 child.shutdown(self.inner.config.shutdown_grace).await?,
             )),
             None => Ok(None),
+        }
+    }
+}
+
+impl Client {
+    /// Says why a connection over stdio failed before it spoke MCP, with what the server printed:
+    /// a server process that exited, printed text that is not JSON-RPC, or stayed silent through
+    /// the probe and `initialize` becomes [`Error::ServerStart`], and is stopped. Other errors are
+    /// returned as they are.
+    async fn start_failure(&self, error: Error, noisy: bool) -> Error {
+        let Transport::Stdio(lines) = &self.inner.transport else {
+            return error;
+        };
+        let stdout = lines.noise();
+        let mut child = self.inner.child.lock().await;
+        let Some(child) = child.as_mut() else {
+            if noisy {
+                return Error::malformed(
+                    method_names::SERVER_DISCOVER,
+                    format!("the server printed text that is not JSON-RPC: {stdout:?}"),
+                );
+            }
+            return error;
+        };
+        let problem = match &error {
+            _ if noisy => StartProblem::NotJsonRpc,
+            Error::Disconnected { .. } | Error::Io(_) => {
+                StartProblem::Exited(child.exited_within(EXIT_WAIT).await)
+            }
+            Error::Timeout { method, after, .. }
+                if method == method_names::INITIALIZE && !lines.heard() =>
+            {
+                StartProblem::Silent(self.inner.config.probe_timeout + *after)
+            }
+            _ => return error,
+        };
+        // Of no use now: stopped at once, so that its stderr is complete.
+        lines.close();
+        let _ = child.shutdown(Duration::from_millis(100)).await;
+        Error::ServerStart {
+            command: child.command().to_owned(),
+            problem,
+            stdout,
+            stderr_tail: child.stderr_tail(),
         }
     }
 }

@@ -154,6 +154,15 @@ pub(crate) fn classify_stdio(answer: Option<Result<Reply, Error>>) -> Verdict {
     }
 }
 
+/// Statuses that refuse a request before any method is looked at: 401, 403, and 421 (Misdirected
+/// Request, which some servers answer for a `Host` they do not serve).
+fn is_refusal(status: StatusCode) -> bool {
+    matches!(
+        status,
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN | StatusCode::MISDIRECTED_REQUEST
+    )
+}
+
 /// Classifies the answer to the HTTP probe.
 pub(crate) fn classify_http(answer: Result<Reply, Error>) -> Verdict {
     match answer {
@@ -171,6 +180,12 @@ pub(crate) fn classify_http(answer: Result<Reply, Error>) -> Verdict {
                         version: MODERN_VERSIONS[0],
                         discover: None,
                     }
+                }
+                // A refusal in front of the protocol (authentication, the Host/Origin check of
+                // spec 2026-07-28 streamable-http §16.7) says nothing about the era, and a
+                // legacy `initialize` would only be refused again under a misleading name.
+                Err(error) if is_refusal(status) => {
+                    Verdict::Fail(HttpError::status(status, error.message.as_bytes()).into())
                 }
                 Err(_) => Verdict::Legacy,
             }
@@ -354,6 +369,15 @@ mod tests {
             classify_http(Ok(reply(405, error(-32000)))),
             Verdict::Legacy
         ));
+        // A JSON-RPC error on a refusal status is the refusal: an HTTP error, not a fallback.
+        for status in [401, 403, 421] {
+            let v = classify_http(Ok(reply(status, error(-32600))));
+            assert!(
+                matches!(&v, Verdict::Fail(Error::Http(HttpError::Status { status: s, body }))
+                    if s.as_u16() == status && body == "m"),
+                "{v:?}"
+            );
+        }
         for status in [400, 404, 405] {
             let e = HttpError::status(StatusCode::from_u16(status).unwrap(), b"");
             assert!(matches!(classify_http(Err(e.into())), Verdict::Legacy));

@@ -8,7 +8,8 @@ use mcp_jsonrpc::{ErrorObject, code};
 /// What went wrong with a request, told apart by who is to blame.
 ///
 /// - [`Error::Protocol`]: the server answered with a JSON-RPC error.
-/// - [`Error::Io`], [`Error::Http`], [`Error::Disconnected`], [`Error::Spawn`]: the transport failed.
+/// - [`Error::Io`], [`Error::Http`], [`Error::Disconnected`], [`Error::Spawn`],
+///   [`Error::ServerStart`]: the transport failed.
 /// - [`Error::Timeout`]: a local timeout; the request was cancelled, and the server is not blamed.
 /// - [`Error::InvalidServerBehaviour`]: the server broke the protocol.
 /// - the rest are local: a failed or missing input handler, no common protocol version, a feature
@@ -34,13 +35,28 @@ pub enum Error {
     #[error(transparent)]
     Http(#[from] HttpError),
     /// The server process could not be started.
-    #[error("could not start the server {program:?}: {source}")]
+    #[error("{}", spawn_message(program, source))]
     Spawn {
         /// The program that was run.
         program: String,
         /// Why it failed.
         #[source]
         source: std::io::Error,
+    },
+    /// A server started over stdio never spoke MCP: it exited, printed something that is not
+    /// JSON-RPC on its stdout, or said nothing at all. What it printed comes with the error.
+    #[error("the server {command:?} {}", describe_start(problem, stdout))]
+    ServerStart {
+        /// The command line.
+        command: String,
+        /// What went wrong.
+        problem: StartProblem,
+        /// The first lines it printed on stdout that are not JSON-RPC, cut short.
+        stdout: Vec<String>,
+        /// The last lines it wrote on stderr, when stderr is captured ([`Stderr::Capture`]).
+        ///
+        /// [`Stderr::Capture`]: crate::Stderr::Capture
+        stderr_tail: Option<String>,
     },
     /// The connection ended (the child exited, the pipe or the response stream closed) before the
     /// answer arrived, or the client was closed.
@@ -95,6 +111,75 @@ pub enum Error {
     /// A value given by the application cannot be sent (a header value with a line break, ...).
     #[error("invalid argument: {0}")]
     InvalidArgument(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Why a program could not be started, as a shell would say it for the usual reasons.
+fn spawn_message(program: &str, source: &std::io::Error) -> String {
+    match source.kind() {
+        std::io::ErrorKind::NotFound => format!("command not found: {program}"),
+        std::io::ErrorKind::PermissionDenied => format!("cannot run {program}: permission denied"),
+        _ => format!("could not start the server {program:?}: {source}"),
+    }
+}
+
+/// Why a server started over stdio never spoke MCP.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StartProblem {
+    /// It closed its stdout before answering: it exited with this status, or (`None`) it keeps
+    /// running without its stdout.
+    Exited(Option<std::process::ExitStatus>),
+    /// It printed lines that are not JSON-RPC, and nothing else.
+    NotJsonRpc,
+    /// It printed nothing on stdout within this time (the era probe's wait, then `initialize`'s).
+    Silent(Duration),
+}
+
+impl std::fmt::Display for StartProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartProblem::Exited(None) => f.write_str("closed its stdout before answering"),
+            StartProblem::Exited(Some(status)) => {
+                #[cfg(unix)]
+                if let Some(signal) = std::os::unix::process::ExitStatusExt::signal(status) {
+                    return write!(f, "was killed by signal {signal} before answering");
+                }
+                match status.code() {
+                    Some(code) => write!(f, "exited with status {code} before answering"),
+                    None => write!(f, "exited ({status}) before answering"),
+                }
+            }
+            StartProblem::NotJsonRpc => {
+                f.write_str("printed text that is not JSON-RPC on its stdout")
+            }
+            StartProblem::Silent(after) => {
+                write!(f, "said nothing on its stdout within {}", seconds(*after))
+            }
+        }
+    }
+}
+
+/// `2s`, `1.5s`, `70s`: a wait as a person would write it.
+fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0}s")
+    } else {
+        format!("{s:.1}s")
+    }
+}
+
+/// The problem and what the server printed on stdout, for [`Error::ServerStart`]'s message.
+fn describe_start(problem: &StartProblem, stdout: &[String]) -> String {
+    if stdout.is_empty() {
+        return problem.to_string();
+    }
+    let quoted: Vec<String> = stdout.iter().map(|l| format!("{l:?}")).collect();
+    let quoted = quoted.join(", ");
+    match problem {
+        StartProblem::NotJsonRpc => format!("{problem}: {quoted}"),
+        _ => format!("{problem}; it printed {quoted} on its stdout"),
+    }
 }
 
 /// How the server broke the protocol.
@@ -172,9 +257,11 @@ impl Error {
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::Protocol { .. } | Error::InvalidServerBehaviour(_) => ErrorKind::Protocol,
-            Error::Io(_) | Error::Http(_) | Error::Spawn { .. } | Error::Disconnected { .. } => {
-                ErrorKind::Transport
-            }
+            Error::Io(_)
+            | Error::Http(_)
+            | Error::Spawn { .. }
+            | Error::ServerStart { .. }
+            | Error::Disconnected { .. } => ErrorKind::Transport,
             Error::Timeout { .. } => ErrorKind::Timeout,
             Error::InputHandler { .. }
             | Error::MissingHandler { .. }

@@ -68,7 +68,7 @@ mod transport;
 
 pub use client::{Client, ClientBuilder};
 pub use era::{Era, LEGACY_VERSIONS, MODERN_VERSIONS};
-pub use error::{Error, ErrorKind, Violation};
+pub use error::{Error, ErrorKind, StartProblem, Violation};
 pub use handlers::{BoxFuture, HandlerError, InputHandler};
 pub use listen::{ListenEvent, Subscription};
 pub use request::Request;

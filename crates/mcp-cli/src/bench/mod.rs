@@ -29,7 +29,9 @@ pub(crate) struct BenchArgs {
         required_unless_present = "stdio"
     )]
     url: Option<String>,
-    /// A command that serves MCP on stdio; it is started once and kept busy.
+    /// A command that serves MCP on stdio; it is started once and kept busy. It is split into
+    /// words like the client's --stdio (quotes and backslashes, no expansion) and run without a
+    /// shell.
     #[arg(long, value_name = "CMD")]
     stdio: Option<String>,
     /// HTTP: keep-alive connections, each with one request at a time.
@@ -39,13 +41,13 @@ pub(crate) struct BenchArgs {
     #[arg(long, default_value_t = 32)]
     in_flight: usize,
     /// How long to measure, after the warm-up (e.g. 10s, 500ms, 1m).
-    #[arg(long, short = 'd', default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, short = 'd', default_value = "10s", value_parser = crate::flags::duration)]
     duration: Duration,
     /// Stop after this many measured requests instead of after --duration.
     #[arg(long, short = 'n')]
     requests: Option<u64>,
     /// Load sent before measuring starts.
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = crate::flags::duration)]
     warmup: Duration,
     /// Workload: call this tool.
     #[arg(long, value_name = "TOOL")]
@@ -182,23 +184,6 @@ impl Clock {
         let end = self.deadline.map_or(last, |d| d.max(last));
         end.saturating_duration_since(self.warmup_end)
     }
-}
-
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let (number, unit) = text
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .map_or((text, "s"), |i| (&text[..i], &text[i..]));
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("not a duration: {text:?}"))?;
-    let seconds = match unit {
-        "ms" => value / 1000.0,
-        "s" | "" => value,
-        "m" => value * 60.0,
-        _ => return Err(format!("unknown unit in {text:?}: use ms, s or m")),
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|e| e.to_string())
 }
 
 fn workload(args: &BenchArgs) -> anyhow::Result<workload::Workload> {
@@ -390,16 +375,6 @@ fn parse_rate(text: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_parse() {
-        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
-        assert!(parse_duration("x").is_err());
-        assert!(parse_duration("1h").is_err());
-    }
 
     #[test]
     fn a_request_limit_stops_the_clock() {

@@ -5,7 +5,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
+use anyhow::{Context as _, anyhow};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, BufWriter};
 use tokio::process::Command;
 
@@ -23,9 +23,10 @@ pub(crate) async fn run(
     clock: Arc<Clock>,
     show_stderr: bool,
 ) -> anyhow::Result<Stats> {
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(format!("exec {command}"))
+    // The rule of the client verbs' --stdio: shell words, no shell.
+    let words = crate::client::words::split(command).map_err(|e| anyhow!("--stdio: {e}"))?;
+    let mut child = Command::new(&words[0])
+        .args(&words[1..])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(if show_stderr {
@@ -35,7 +36,10 @@ pub(crate) async fn run(
         })
         .kill_on_drop(true)
         .spawn()
-        .with_context(|| format!("starting {command:?}"))?;
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => anyhow!("command not found: {}", words[0]),
+            _ => anyhow!(e).context(format!("starting {command:?}")),
+        })?;
     let mut stdin = BufWriter::new(child.stdin.take().context("no stdin")?);
     let mut stdout = BufReader::new(child.stdout.take().context("no stdout")?);
 

@@ -4,16 +4,16 @@ use std::io::IsTerminal as _;
 use std::time::Duration;
 
 use http::{HeaderName, HeaderValue};
-use mcp_client::{Client, HandlerError};
+use mcp_client::{Client, HandlerError, Stderr};
 use mcp_types::{
-    ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult, Implementation, ListRootsResult,
-    Root,
+    ElicitAction, ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult, Implementation,
+    ListRootsResult, Root,
 };
 
 use super::output::Style;
 use super::progress::Progress;
 use super::prompt::{self, Asker};
-use super::{CliError, Common, words};
+use super::{CliError, Common, roots, words};
 
 /// The longest a request may run, whatever progress says, unless `--timeout` is longer.
 const HARD_MAX: Duration = Duration::from_secs(600);
@@ -42,12 +42,10 @@ fn header(text: &str) -> Result<(HeaderName, HeaderValue), CliError> {
 /// Connects as `common` says. Elicitations are asked in the terminal (or declined with
 /// `--no-input`); `--root` answers roots requests; progress hides while a prompt asks.
 pub(crate) async fn connect(common: &Common, progress: &Progress) -> Result<Client, CliError> {
-    if !(common.timeout.is_finite() && common.timeout > 0.0) {
-        return Err(CliError::usage(
-            "--timeout must be a positive number of seconds",
-        ));
+    if common.timeout.is_zero() {
+        return Err(CliError::usage("--timeout must be more than zero"));
     }
-    let timeout = Duration::from_secs_f64(common.timeout);
+    let timeout = common.timeout;
     let mut builder = Client::builder()
         .client_info(
             Implementation::new("mcp-cli", env!("CARGO_PKG_VERSION")).with_title("mcp (mcp-rs)"),
@@ -102,7 +100,11 @@ pub(crate) async fn connect(common: &Common, progress: &Progress) -> Result<Clie
             });
     }
     if !common.roots.is_empty() {
-        let roots: Vec<Root> = common.roots.iter().map(Root::new).collect();
+        let roots: Vec<Root> = common
+            .roots
+            .iter()
+            .map(|r| roots::root(r))
+            .collect::<Result<_, _>>()?;
         builder = builder.on_roots(move |()| {
             let roots = roots.clone();
             async move { Ok::<_, HandlerError>(ListRootsResult { roots }) }
@@ -113,7 +115,29 @@ pub(crate) async fn connect(common: &Common, progress: &Progress) -> Result<Clie
         let words = words::split(line).map_err(|e| CliError::usage(format!("--stdio: {e}")))?;
         let mut command = tokio::process::Command::new(&words[0]);
         command.args(&words[1..]);
-        return Ok(builder.connect_stdio(command).await?);
+        // Kept, so that it does not cut through the output; shown when the server fails.
+        let stderr = if common.server_stderr {
+            Stderr::Inherit
+        } else {
+            Stderr::Capture
+        };
+        let connecting = builder.stderr(stderr).connect_stdio(command);
+        tokio::pin!(connecting);
+        // A server silent through the era probe gets the legacy handshake and the whole
+        // --timeout; say so rather than wait without a word (its stderr is kept meanwhile).
+        let probe = PROBE_MAX.min(timeout);
+        tokio::select! {
+            connected = &mut connecting => return Ok(connected?),
+            () = tokio::time::sleep(probe) => {
+                let note = stderr_style().dim(&format!(
+                    "note: the server has not answered for {}; waiting up to {} more (--timeout)",
+                    seconds(probe),
+                    seconds(timeout)
+                ));
+                progress.suspend(|| eprintln!("{note}"));
+            }
+        }
+        return Ok(connecting.await?);
     }
     let url = common
         .url
@@ -124,6 +148,85 @@ pub(crate) async fn connect(common: &Common, progress: &Progress) -> Result<Clie
         builder = builder.header(name, value);
     }
     Ok(builder.connect_http(url).await?)
+}
+
+/// The error a legacy (2025-11-25) server answers when a request needs the user to open a URL
+/// first (`URLElicitationRequiredError`, retired in 2026-07-28 for the in-band request).
+pub(crate) const URL_ELICITATION_REQUIRED: i64 = -32042;
+
+/// Asks consent for each URL of a -32042 error, with the prompt of in-band URL elicitations (or
+/// declines them under `--no-input`), and says what happens next. An error whose data names no
+/// URL is returned as it is.
+pub(crate) async fn url_required(
+    error: mcp_client::Error,
+    common: &Common,
+    progress: &Progress,
+) -> CliError {
+    let urls: Vec<ElicitRequestURLParams> = error
+        .error_object()
+        .and_then(|e| e.data.as_ref())
+        .and_then(|d| d.get("elicitations"))
+        .and_then(|e| e.as_array())
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| {
+                    let message = item.get("message")?.as_str()?;
+                    let url = item.get("url")?.as_str()?;
+                    Some(ElicitRequestURLParams::new(message, url))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let Some(method) = (match &error {
+        mcp_client::Error::Protocol { method, .. } if !urls.is_empty() => Some(method.clone()),
+        _ => None,
+    }) else {
+        return CliError::Client(error);
+    };
+    let mut accepted = true;
+    for params in urls {
+        let answer = if common.no_input {
+            prompt::note_declined(
+                &stderr_style(),
+                &format!("{} ({})", params.message, params.url),
+            );
+            ElicitResult::decline()
+        } else {
+            let progress = progress.clone();
+            ask(move || {
+                progress.suspend(|| {
+                    let style = stderr_style();
+                    let stdin = std::io::stdin();
+                    Asker::new(stdin.lock(), std::io::stderr(), &style)
+                        .echo(!stdin.is_terminal())
+                        .url(&params)
+                })
+            })
+            .await
+            .unwrap_or_else(|_| ElicitResult::cancel())
+        };
+        accepted &= answer.action == ElicitAction::Accept;
+    }
+    CliError::Protocol(if accepted {
+        format!(
+            "{method}: the server needs the URL above opened first; run the command again once \
+             you are done there"
+        )
+    } else {
+        format!("{method}: the server needs the URL above opened first, which was declined")
+    })
+}
+
+/// `10s`, `1.5s`, `500ms`: a wait as the duration flags take it.
+fn seconds(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
 }
 
 /// Runs a blocking prompt off the async threads.

@@ -16,16 +16,20 @@ mod args;
 mod connect;
 mod json;
 mod media;
+mod hints;
+mod offers;
 mod output;
 mod progress;
 mod prompt;
+mod roots;
 mod verbs;
-mod words;
+pub(crate) mod words;
 
 use std::fmt;
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{ArgGroup, Args, Subcommand};
 use mcp_client::ErrorKind;
@@ -44,9 +48,15 @@ pub(crate) const EXIT_USAGE: u8 = 4;
 #[command(group(ArgGroup::new("server").required(true).args(["stdio", "url"])))]
 pub(crate) struct Common {
     /// Start this server and speak stdio to it, e.g. "conformance-server --stdio". The line is split
-    /// into words like a shell would (quotes and backslashes), without any expansion.
+    /// into words like a shell would (quotes and backslashes), without any expansion, and run
+    /// without a shell (for pipes, variables or ~, give "sh -c '...'").
     #[arg(long, value_name = "COMMAND")]
     stdio: Option<String>,
+
+    /// Show what the --stdio server writes on stderr as it writes it. Without this flag it is kept,
+    /// and its last lines are shown only when the server fails.
+    #[arg(long, requires = "stdio")]
+    server_stderr: bool,
 
     /// Speak Streamable HTTP to this endpoint, e.g. http://127.0.0.1:8080/mcp.
     #[arg(long, value_name = "URL")]
@@ -61,10 +71,11 @@ pub(crate) struct Common {
     )]
     headers: Vec<String>,
 
-    /// Seconds to wait for each answer; progress notifications restart the wait. A timeout is a
-    /// local decision (the request is cancelled) and exits with 3.
-    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
-    timeout: f64,
+    /// How long to wait for each answer: seconds, or with a unit (500ms, 30s, 2m); progress
+    /// notifications restart the wait. A timeout is a local decision (the request is cancelled)
+    /// and exits with 3.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::flags::duration)]
+    timeout: Duration,
 
     /// Print the result as the server sent it, as JSON (each list page's items merged when there
     /// are several pages; `discover` on a legacy server: its initialize result; one line per
@@ -82,8 +93,9 @@ pub(crate) struct Common {
     #[arg(long, value_name = "DIR")]
     save_dir: Option<PathBuf>,
 
-    /// A root to offer a server that asks for roots (repeatable), e.g. file:///home/me/project.
-    #[arg(long = "root", value_name = "URI")]
+    /// A root to offer a server that asks for roots (repeatable): a directory (".", "~/notes"),
+    /// sent as its canonical file:// URI, or a URI, sent as it is.
+    #[arg(long = "root", value_name = "DIR|URI")]
     roots: Vec<String>,
 }
 
@@ -203,6 +215,15 @@ pub(crate) enum CliError {
     Client(mcp_client::Error),
     /// The tool reported an error; the result was printed: exit 1.
     ToolError,
+    /// The server could not do what was asked, said in our words: exit 2.
+    Protocol(String),
+    /// An error with what the user can do about it, and the last lines a stdio server wrote on
+    /// stderr; exits as the error does.
+    Explained {
+        error: Box<CliError>,
+        hint: Option<String>,
+        stderr: Option<String>,
+    },
 }
 
 impl CliError {
@@ -214,6 +235,12 @@ impl CliError {
         match self {
             CliError::Usage(_) => EXIT_USAGE,
             CliError::ToolError => EXIT_TOOL_ERROR,
+            CliError::Protocol(_) => EXIT_PROTOCOL,
+            CliError::Explained { error, .. } => error.exit_code(),
+            // A URL that cannot be used is a mistake on the command line.
+            CliError::Client(mcp_client::Error::Http(mcp_client::HttpError::InvalidUrl {
+                ..
+            })) => EXIT_USAGE,
             CliError::Client(e) => match e.kind() {
                 ErrorKind::Protocol => EXIT_PROTOCOL,
                 ErrorKind::Transport | ErrorKind::Timeout => EXIT_TRANSPORT,
@@ -236,8 +263,30 @@ impl From<mcp_client::Error> for CliError {
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CliError::Usage(message) => f.write_str(message),
+            CliError::Usage(message) | CliError::Protocol(message) => f.write_str(message),
             CliError::ToolError => f.write_str("the tool reported an error (isError)"),
+            CliError::Explained {
+                error,
+                hint,
+                stderr,
+            } => {
+                let text = error.to_string();
+                f.write_str(&text)?;
+                match hint {
+                    // After a message of several lines (a JSON-RPC error's data), on a line of
+                    // its own.
+                    Some(hint) if text.contains('\n') => write!(f, "\nhint: {hint}")?,
+                    Some(hint) => write!(f, "; {hint}")?,
+                    None => {}
+                }
+                if let Some(stderr) = stderr {
+                    f.write_str("\nthe server's stderr ended with:")?;
+                    for line in stderr.lines() {
+                        write!(f, "\n  {line}")?;
+                    }
+                }
+                Ok(())
+            }
             CliError::Client(e) => {
                 if let mcp_client::Error::Protocol { method, error } = e {
                     write!(
@@ -251,7 +300,13 @@ impl fmt::Display for CliError {
                     return Ok(());
                 }
                 write!(f, "{e}")?;
-                let mut source = std::error::Error::source(e);
+                // A failed connection or start says why in its message; the chain under it is
+                // the libraries' own account of the same thing.
+                let mut source = match e {
+                    mcp_client::Error::Http(mcp_client::HttpError::Connect { .. })
+                    | mcp_client::Error::Spawn { .. } => None,
+                    _ => std::error::Error::source(e),
+                };
                 while let Some(s) = source {
                     let text = s.to_string();
                     if !e.to_string().contains(&text) {
@@ -260,7 +315,7 @@ impl fmt::Display for CliError {
                     source = s.source();
                 }
                 if e.kind() == ErrorKind::Timeout {
-                    f.write_str(" (raise the wait with --timeout SECS)")?;
+                    f.write_str(" (raise the wait with --timeout, e.g. --timeout 5m)")?;
                 }
                 Ok(())
             }

@@ -13,9 +13,11 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::args::{self, key_value, tool_arguments};
-use super::connect::{connect, stderr_style};
+use super::connect::{URL_ELICITATION_REQUIRED, connect, stderr_style, url_required};
+use super::hints;
 use super::json::{self, RawResults};
 use super::media::Media;
+use super::offers::{self, Feature};
 use super::output::{self, Style, first_line};
 use super::progress::Progress;
 use super::{CallArgs, CliError, Common, CompleteArgs, ListenArgs, PromptArgs, ReadArgs, Verb};
@@ -39,8 +41,17 @@ pub(crate) async fn run(verb: Verb) -> Result<(), CliError> {
         output::check_dir(dir).map_err(CliError::Usage)?;
     }
     let progress = Progress::default();
-    let client = connect(&common, &progress).await?;
-    let result = dispatch(&client, verb, &common, &progress).await;
+    let client = connect(&common, &progress)
+        .await
+        .map_err(|e| hints::explain(e, &common, None))?;
+    let result = match dispatch(&client, verb, &common, &progress).await {
+        // A legacy server's way of asking for a URL to be opened: the same consent prompt as an
+        // in-band request gets.
+        Err(CliError::Client(e)) if e.code() == Some(URL_ELICITATION_REQUIRED) => {
+            Err(url_required(e, &common, &progress).await)
+        }
+        other => other,
+    };
     // Under --json a JSON-RPC error goes to stdout too (stderr still says it, the status is the
     // same), so a script reads one JSON answer either way.
     if common.json
@@ -51,8 +62,17 @@ pub(crate) async fn run(verb: Verb) -> Result<(), CliError> {
     }
     progress.finish();
     // Best effort: the answer is in; a server slow to exit is not the user's problem.
-    let _ = client.close().await;
-    result
+    let status = client.close().await.ok().flatten();
+    match result {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let end = hints::ServerEnd {
+                stderr: client.stderr().await,
+                status,
+            };
+            Err(hints::explain(e, &common, Some(end)))
+        }
+    }
 }
 
 async fn dispatch(
@@ -197,7 +217,27 @@ async fn discover(client: &Client, out: &Out) -> Result<(), CliError> {
     Ok(())
 }
 
+/// For a list the server does not offer: says so, and shows it empty under `key` (`--json`).
+fn not_offered(out: &Out, key: &str, what: &str) {
+    if out.json {
+        out.json(&json!({ key: [] }));
+        eprintln!(
+            "{}",
+            stderr_style().dim(&format!("this server offers no {what}"))
+        );
+    } else {
+        out.print(&format!(
+            "{}\n",
+            out.style.dim(&format!("(this server offers no {what})"))
+        ));
+    }
+}
+
 async fn tools(client: &Client, out: &Out) -> Result<(), CliError> {
+    if !offers::offers(client, Feature::Tools).await {
+        not_offered(out, "tools", "tools");
+        return Ok(());
+    }
     let tools = out.keep(client.list_all_tools()).await?;
     if out.json {
         out.json_list("tools");
@@ -333,6 +373,10 @@ async fn call(
 }
 
 async fn resources(client: &Client, out: &Out) -> Result<(), CliError> {
+    if !offers::offers(client, Feature::Resources).await {
+        not_offered(out, "resources", "resources");
+        return Ok(());
+    }
     let resources = out.keep(client.list_all_resources()).await?;
     if out.json {
         out.json_list("resources");
@@ -359,6 +403,10 @@ async fn resources(client: &Client, out: &Out) -> Result<(), CliError> {
 }
 
 async fn templates(client: &Client, out: &Out) -> Result<(), CliError> {
+    if !offers::offers(client, Feature::Resources).await {
+        not_offered(out, "resourceTemplates", "resource templates");
+        return Ok(());
+    }
     let templates = out.keep(client.list_all_resource_templates()).await?;
     if out.json {
         out.json_list("resourceTemplates");
@@ -409,6 +457,10 @@ async fn read(
 }
 
 async fn prompts(client: &Client, out: &Out) -> Result<(), CliError> {
+    if !offers::offers(client, Feature::Prompts).await {
+        not_offered(out, "prompts", "prompts");
+        return Ok(());
+    }
     let prompts = out.keep(client.list_all_prompts()).await?;
     if out.json {
         out.json_list("prompts");
@@ -574,13 +626,7 @@ fn describe(filter: &SubscriptionFilter) -> String {
 }
 
 async fn listen(client: &Client, out: &Out, args: ListenArgs) -> Result<(), CliError> {
-    let everything = !args.tools && !args.prompts && !args.resources && args.resource.is_empty();
-    let filter = SubscriptionFilter {
-        tools_list_changed: (everything || args.tools).then_some(true),
-        prompts_list_changed: (everything || args.prompts).then_some(true),
-        resources_list_changed: (everything || args.resources).then_some(true),
-        resource_subscriptions: (!args.resource.is_empty()).then(|| args.resource.clone()),
-    };
+    let filter = offers::listen_filter(client, &args).await?;
     let mut subscription = client.listen(filter).await?;
     // Watch for Ctrl-C before saying we listen, so an interrupt from then on always stops cleanly.
     let mut interrupt =

@@ -158,28 +158,6 @@ pub(crate) struct ObservabilitySection {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Seconds(pub Duration);
 
-/// Parses `30`, `1.5`, `500ms`, `30s`, `2m` or `1h`.
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let scale = match unit.trim() {
-        "" | "s" => 1.0,
-        "ms" => 0.001,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        _ => f64::NAN,
-    };
-    let value: f64 = number.parse().unwrap_or(f64::NAN);
-    Duration::try_from_secs_f64(value * scale).map_err(|_| {
-        format!(
-            "invalid duration {text:?}: use a number of seconds, or a number followed by ms, s, m or h (\"500ms\", \"30s\")"
-        )
-    })
-}
-
 impl<'de> Deserialize<'de> for Seconds {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct V;
@@ -202,7 +180,7 @@ impl<'de> Deserialize<'de> for Seconds {
                     .map_err(|_| E::custom(format!("invalid duration {v}")))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Seconds, E> {
-                parse_duration(v).map(Seconds).map_err(E::custom)
+                crate::flags::duration(v).map(Seconds).map_err(E::custom)
             }
         }
         deserializer.deserialize_any(V)
@@ -400,18 +378,6 @@ mod tests {
 
     fn error(text: &str) -> String {
         parse(text).expect_err("the file is refused")
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("30").unwrap(), Duration::from_secs(30));
-        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
-        for bad in ["", "s", "-1", "1d", "abc", "1..2s"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
-        }
     }
 
     #[test]

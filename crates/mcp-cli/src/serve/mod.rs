@@ -23,6 +23,7 @@ use mcp_server::observe::LOG_TARGET;
 use mcp_server::stdio;
 use tokio::net::TcpListener;
 
+use crate::flags;
 use crate::logging::{self, LogFormat};
 use settings::Settings;
 
@@ -48,9 +49,10 @@ pub(crate) struct ServeArgs {
     #[arg(long, conflicts_with = "http")]
     stdio: bool,
 
-    /// Serve Streamable HTTP on this address [default: 127.0.0.1:8080]. Keep it on loopback unless
-    /// the server sits behind authentication.
-    #[arg(long, value_name = "ADDR")]
+    /// Serve Streamable HTTP on this address: PORT (on 127.0.0.1), or HOST:PORT with an IP
+    /// address or localhost [default: 127.0.0.1:8080]. Keep it on loopback unless the server sits
+    /// behind authentication.
+    #[arg(long, value_name = "ADDR", value_parser = flags::listen_addr)]
     http: Option<SocketAddr>,
 
     /// The HTTP endpoint path [default: /mcp].
@@ -73,7 +75,7 @@ pub(crate) struct ServeArgs {
     /// How long a new HTTP connection may stay silent before its first request, and how long a
     /// request's head and body may take to arrive once begun (408 after it): seconds, or with a
     /// unit (500ms, 30s, 2m) [default: 30s].
-    #[arg(long, value_name = "DURATION", value_parser = file::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = flags::duration)]
     read_timeout: Option<Duration>,
 
     /// A database to serve (repeatable): postgres://USER@HOST:PORT/DB, sqlite:PATH or the path of an
@@ -100,13 +102,13 @@ pub(crate) struct ServeArgs {
 
     /// The longest one statement may run, on every database: seconds, or with a unit (500ms, 30s,
     /// 2m) [default: 10s].
-    #[arg(long, value_name = "DURATION", value_parser = file::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = flags::duration)]
     query_timeout: Option<Duration>,
 
     /// The longest a call waits for a free database connection when all are taken by other
     /// calls, on every database; after it the call is refused as busy (a tool error). It counts
     /// toward --query-timeout. Seconds, or with a unit (500ms, 30s) [default: 5s].
-    #[arg(long, value_name = "DURATION", value_parser = file::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = flags::duration)]
     connection_wait: Option<Duration>,
 
     /// Read-only connections of every SQLite database, the sample's too: how many reads run at
@@ -158,8 +160,8 @@ pub(crate) struct ServeArgs {
     metrics_path: Option<String>,
 
     /// Serve the metrics on this address instead of the HTTP listener (also with --stdio), e.g.
-    /// a port only the monitoring network reaches.
-    #[arg(long, value_name = "ADDR")]
+    /// a port only the monitoring network reaches; the same forms as --http.
+    #[arg(long, value_name = "ADDR", value_parser = flags::listen_addr)]
     metrics_addr: Option<SocketAddr>,
 }
 

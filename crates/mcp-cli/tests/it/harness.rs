@@ -150,7 +150,18 @@ fn lines(read: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
 
 impl Live {
     pub fn start(args: &[&str]) -> Live {
-        let mut child = command(args)
+        Self::spawn(command(args))
+    }
+
+    /// [`Live::start`] with `MCP_DATA_DIR=data_dir` (which a server it starts over stdio inherits).
+    pub fn start_in(data_dir: &Path, args: &[&str]) -> Live {
+        let mut command = command(args);
+        command.env("MCP_DATA_DIR", data_dir);
+        Self::spawn(command)
+    }
+
+    fn spawn(mut command: Command) -> Live {
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -284,6 +295,21 @@ fn fixture() -> Server {
         )
         .expect("cli_url registers");
     server
+        .add_tool(
+            Tool::new("cli_roots", object(json!({"type": "object"})))
+                .with_description("Asks for the client's roots, then lists their URIs and names"),
+            |mut ctx: RequestContext, _args: JsonObject| async move {
+                let answer = ctx.list_roots("roots")?;
+                let lines: Vec<String> = answer
+                    .roots
+                    .iter()
+                    .map(|r| format!("{} {}", r.uri, r.name.as_deref().unwrap_or("-")))
+                    .collect();
+                Ok::<_, HandlerError>(CallToolResult::text(lines.join("\n")))
+            },
+        )
+        .expect("cli_roots registers");
+    server
 }
 
 /// The fixture over loopback HTTP, for the life of this value.
@@ -383,4 +409,44 @@ fn build_conformance_server(bin_dir: &Path) {
         child.wait().expect("cargo runs").success(),
         "building conformance-server failed:\n{log}"
     );
+}
+
+/// A loopback HTTP server that answers every request with `response` (a whole HTTP/1.1 response,
+/// head and body) and closes the connection, for as long as the test runs: a stand-in for a
+/// proxy or a web server that is not an MCP server. Its URL, with `path`.
+pub fn canned_http(response: &'static str, path: &str) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    let addr = listener.local_addr().expect("the address");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                // Read the head and the body its Content-Length announces, then answer.
+                let mut request = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    let Ok(n) = stream.read(&mut chunk) else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    request.extend_from_slice(&chunk[..n]);
+                    let text = String::from_utf8_lossy(&request).to_ascii_lowercase();
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let length = text[..end]
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse::<usize>().ok())
+                            .unwrap_or(0);
+                        if request.len() >= end + 4 + length {
+                            break;
+                        }
+                    }
+                }
+                let _ = stream.write_all(response.as_bytes());
+            });
+        }
+    });
+    format!("http://{addr}{path}")
 }

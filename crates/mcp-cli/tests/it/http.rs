@@ -391,3 +391,89 @@ fn listen_prints_changes_until_ctrl_c() {
     let (status, _) = live.interrupt();
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn roots_given_as_paths_are_sent_as_file_uris() {
+    let server = HttpServer::start();
+    let dir = crate::serve::support::TempDir::new();
+    let notes = dir.join("My Notes");
+    std::fs::create_dir(&notes).unwrap();
+    let home = dir.join("home");
+    std::fs::create_dir_all(home.join("docs")).unwrap();
+    let base = format!("file://{}", dir.path().display());
+    let mut command = crate::harness::command(&[
+        "call",
+        "cli_roots",
+        "--url",
+        &server.url,
+        "--root",
+        ".",
+        "--root",
+        "My Notes/../My Notes",
+        "--root",
+        "~/docs",
+        "--root",
+        "file:///kept/as%20is",
+    ]);
+    let output = command
+        .current_dir(dir.path())
+        .env("HOME", &home)
+        .output()
+        .expect("mcp runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let name = dir.path().file_name().unwrap().to_str().unwrap();
+    assert_eq!(
+        stdout,
+        format!(
+            "{base} {name}\n{base}/My%20Notes My Notes\n{base}/home/docs docs\nfile:///kept/as%20is -\n"
+        )
+    );
+
+    // A path that does not exist is a usage error, before anything is sent.
+    let run = server.run(&["tools", "--root", "/nonexistent/mcp-root"], "");
+    run.expect_code(4);
+    assert!(
+        run.stderr.contains("--root /nonexistent/mcp-root"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn timeouts_take_the_duration_forms_of_every_command() {
+    let server = HttpServer::start();
+    let run = server.run(
+        &[
+            "call",
+            "test_slow",
+            "--arg",
+            "ms=5000",
+            "--timeout",
+            "300ms",
+        ],
+        "",
+    );
+    run.expect_code(3);
+    assert!(
+        run.stderr
+            .contains("no answer within 300ms (local timeout)"),
+        "{}",
+        run.stderr
+    );
+    server.run(&["tools", "--timeout", "2s"], "").expect_code(0);
+    server.run(&["tools", "--timeout", "1m"], "").expect_code(0);
+    server.run(&["tools", "--timeout", "0"], "").expect_code(4);
+    let run = server.run(&["tools", "--timeout", "soon"], "");
+    run.expect_code(4);
+    assert!(
+        run.stderr.contains("invalid duration \"soon\""),
+        "{}",
+        run.stderr
+    );
+}

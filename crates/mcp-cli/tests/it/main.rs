@@ -5,10 +5,12 @@
 mod arguments;
 mod bench;
 mod harness;
+mod hints;
 mod http;
 mod interactive;
 mod json;
 mod legacy;
 mod output;
+mod offers;
 mod serve;
 mod stdio;

@@ -29,6 +29,11 @@ use crate::handlers::Handlers;
 /// The longest line accepted from the server.
 const MAX_LINE: usize = 64 * 1024 * 1024;
 
+/// How many unreadable lines before the first message are kept, for an error message.
+const NOISE_LINES: usize = 5;
+/// How much of each of them is kept.
+const NOISE_CHARS: usize = 200;
+
 struct Pending {
     tx: oneshot::Sender<Result<Box<RawValue>, ErrorObject>>,
     events: mpsc::UnboundedSender<Event>,
@@ -42,6 +47,10 @@ struct State {
     legacy_listeners: HashMap<u64, ListenSink>,
     next_listener: u64,
     closed: Option<Closed>,
+    /// Whether a JSON-RPC message arrived yet.
+    heard: bool,
+    /// Lines that were not JSON-RPC, from before the first message (the first few, cut short).
+    noise: Vec<String>,
 }
 
 struct Shared {
@@ -50,6 +59,8 @@ struct Shared {
     /// Set once the server turned out to be legacy: its requests are answered with these.
     legacy: OnceLock<Handlers>,
     close: CancellationToken,
+    /// Set when a line that is not JSON-RPC arrives before any message.
+    noisy: tokio::sync::watch::Sender<bool>,
 }
 
 /// The line transport of one connection.
@@ -77,6 +88,7 @@ impl StdioTransport {
             state: Mutex::new(State::default()),
             legacy: OnceLock::new(),
             close: CancellationToken::new(),
+            noisy: tokio::sync::watch::Sender::new(false),
         });
         tokio::spawn(write_loop(writer, rx, shared.clone()));
         tokio::spawn(read_loop(reader, shared.clone()));
@@ -162,6 +174,32 @@ impl StdioTransport {
             shared: self.shared.clone(),
             which: Which::Legacy(key),
         }
+    }
+
+    /// Whether any JSON-RPC message arrived from the server yet.
+    pub(crate) fn heard(&self) -> bool {
+        self.shared.state.lock().expect("state lock").heard
+    }
+
+    /// The lines the server printed that are not JSON-RPC, when nothing else came before them
+    /// (the first few, cut short); empty otherwise.
+    pub(crate) fn noise(&self) -> Vec<String> {
+        let state = self.shared.state.lock().expect("state lock");
+        if state.heard {
+            Vec::new()
+        } else {
+            state.noise.clone()
+        }
+    }
+
+    /// Resolves `grace` after the first line that is not JSON-RPC, if it came before any message;
+    /// never otherwise.
+    pub(crate) async fn noise_then(&self, grace: std::time::Duration) {
+        let mut noisy = self.shared.noisy.subscribe();
+        if noisy.wait_for(|noisy| *noisy).await.is_err() {
+            return std::future::pending().await;
+        }
+        tokio::time::sleep(grace).await;
     }
 
     /// Stops writing, which closes the server's input; the reader ends when the server closes its
@@ -352,10 +390,17 @@ impl Shared {
         let message = match mcp_jsonrpc::decode(line) {
             Ok(message) => message,
             Err(e) => {
-                tracing::warn!(error = %e.error, "ignored an unreadable message from the server");
+                // Before the first message this is likely a program that does not speak MCP on
+                // stdio at all, which the connection's error reports with the line itself.
+                if self.unreadable(line) {
+                    tracing::debug!(error = %e.error, "an unreadable line before any message");
+                } else {
+                    tracing::warn!(error = %e.error, "ignored an unreadable message from the server");
+                }
                 return;
             }
         };
+        self.state.lock().expect("state lock").heard = true;
         match message {
             Message::Response(response) => {
                 let Some(id) = response.id else {
@@ -404,6 +449,30 @@ impl Shared {
                 });
             }
         }
+    }
+
+    /// Keeps the start of a line that is not JSON-RPC, when nothing came before it: a program
+    /// that prints text on stdout does not speak MCP on stdio, and what it printed says why.
+    /// True when the line came before any message (and is kept if there is room).
+    fn unreadable(&self, line: &[u8]) -> bool {
+        {
+            let mut state = self.state.lock().expect("state lock");
+            if state.heard {
+                return false;
+            }
+            if state.noise.len() >= NOISE_LINES {
+                return true;
+            }
+            let text = String::from_utf8_lossy(line);
+            let text = text.trim();
+            let mut kept: String = text.chars().take(NOISE_CHARS).collect();
+            if kept.len() < text.len() {
+                kept.push('…');
+            }
+            state.noise.push(kept);
+        }
+        self.noisy.send_replace(true);
+        true
     }
 
     fn on_notification(&self, method: &str, params: Option<&RawValue>) {

@@ -22,6 +22,11 @@ async fn every_typed_call(kind: Kind) {
         }
     );
 
+    // The era probe's answer, kept without another request.
+    let seen = client.discovered().expect("the probe's discover result");
+    assert_eq!(seen.supported_versions, ["2026-07-28"]);
+    assert!(seen.capabilities.tools.is_some());
+
     let discover = within(client.discover()).await.unwrap();
     assert_eq!(discover.supported_versions, ["2026-07-28"]);
     assert!(discover.capabilities.tools.is_some());

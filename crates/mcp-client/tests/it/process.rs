@@ -152,5 +152,144 @@ async fn a_missing_program_is_a_spawn_error() {
         .await
         .unwrap_err();
     assert!(matches!(err, mcp_client::Error::Spawn { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "command not found: /nonexistent/mcp-server"
+    );
     assert_eq!(err.kind(), mcp_client::ErrorKind::Transport);
+}
+
+/// Starts `script` with stderr captured and the given probe and request timeouts; the error.
+async fn start_failure(script: &str, wait: Duration) -> mcp_client::Error {
+    within(
+        Client::builder()
+            .stderr(Stderr::Capture)
+            .probe_timeout(wait)
+            .timeout(wait)
+            .connect_stdio(sh(script)),
+    )
+    .await
+    .unwrap_err()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_that_exits_is_reported_at_once_with_its_status_and_stderr() {
+    let started = std::time::Instant::now();
+    let err = start_failure(
+        "echo 'loading config' >&2; echo 'config.toml: no such file' >&2; exit 3",
+        Duration::from_secs(15),
+    )
+    .await;
+    // Long before the probe's wait would have ended.
+    assert!(started.elapsed() < Duration::from_secs(5), "{err}");
+    let mcp_client::Error::ServerStart {
+        command,
+        problem,
+        stderr_tail,
+        ..
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
+    assert!(command.starts_with("sh -c 'echo"), "{command}");
+    assert!(
+        matches!(problem, mcp_client::StartProblem::Exited(Some(s)) if s.code() == Some(3)),
+        "{problem:?}"
+    );
+    assert_eq!(
+        stderr_tail.as_deref(),
+        Some("loading config\nconfig.toml: no such file")
+    );
+    assert!(
+        err.to_string()
+            .contains("exited with status 3 before answering"),
+        "{err}"
+    );
+    assert_eq!(err.kind(), mcp_client::ErrorKind::Transport);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_that_prints_text_is_reported_with_what_it_printed() {
+    let started = std::time::Instant::now();
+    let err = start_failure(
+        "echo 'Serving HTTP on 0.0.0.0 port 8000'; exec sleep 30",
+        Duration::from_secs(15),
+    )
+    .await;
+    // After a short grace, not after the probe's wait.
+    assert!(started.elapsed() < Duration::from_secs(5), "{err}");
+    let mcp_client::Error::ServerStart {
+        problem, stdout, ..
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
+    assert_eq!(*problem, mcp_client::StartProblem::NotJsonRpc);
+    assert_eq!(stdout, &["Serving HTTP on 0.0.0.0 port 8000"]);
+    assert!(
+        err.to_string().ends_with(
+            "printed text that is not JSON-RPC on its stdout: \"Serving HTTP on 0.0.0.0 port 8000\""
+        ),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_child_is_reported_when_the_wait_ends() {
+    let err = start_failure(
+        "echo 'listening on http://127.0.0.1:8080' >&2; exec sleep 30",
+        Duration::from_millis(400),
+    )
+    .await;
+    let mcp_client::Error::ServerStart {
+        problem,
+        stdout,
+        stderr_tail,
+        ..
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
+    // The probe's wait, then initialize's.
+    assert_eq!(
+        *problem,
+        mcp_client::StartProblem::Silent(Duration::from_millis(800))
+    );
+    assert!(stdout.is_empty());
+    assert_eq!(
+        stderr_tail.as_deref(),
+        Some("listening on http://127.0.0.1:8080")
+    );
+    assert!(
+        err.to_string()
+            .contains("said nothing on its stdout within 0.8s"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_or_chatty_servers_still_connect() {
+    // Starts after a second of silence (a slow start is not a failure while the wait lasts) ...
+    let slow = format!("sleep 1; {}", stubborn(""));
+    let client = within(
+        Client::builder()
+            .probe_timeout(Duration::from_secs(10))
+            .shutdown_grace(Duration::from_millis(100))
+            .connect_stdio(sh(&slow)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(client.era().version(), "2026-07-28");
+    let _ = within(client.close()).await;
+    // ... and prints a banner on stdout before answering properly.
+    let chatty = format!("echo 'my server v1'; {}", stubborn(""));
+    let client = within(
+        Client::builder()
+            .shutdown_grace(Duration::from_millis(100))
+            .connect_stdio(sh(&chatty)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(client.era().version(), "2026-07-28");
+    let _ = within(client.close()).await;
 }

@@ -19,17 +19,18 @@
 //! What a status or an error means for era detection, retries and caching is the caller's business
 //! (`mcp-client`).
 
+mod error;
 mod reply;
 
 use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 
+pub use error::HttpError;
 pub use reply::{EventStream, HttpReply, ReplyBody};
 
 use crate::codec::encode_header_value;
 use crate::headers::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION};
-use crate::sse::SseError;
 
 /// The default bound on a JSON response body, and on one SSE event: 64 MiB.
 pub const DEFAULT_MAX_MESSAGE: usize = 64 * 1024 * 1024;
@@ -38,74 +39,6 @@ pub const DEFAULT_MAX_MESSAGE: usize = 64 * 1024 * 1024;
 const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 const EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
-
-/// Why an HTTP exchange failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum HttpError {
-    /// The server URL cannot be used.
-    #[error("invalid server URL {url:?}: {reason}")]
-    InvalidUrl {
-        /// The URL as given.
-        url: String,
-        /// Why it was refused.
-        reason: String,
-    },
-    /// The request could not be sent or its response could not be read (connection refused, reset,
-    /// TLS failure, ...).
-    #[error("HTTP request failed: {0}")]
-    Request(#[source] reqwest::Error),
-    /// HTTP 413: the server's request body size limit was hit.
-    #[error(
-        "HTTP 413 Payload Too Large: the request body ({size} bytes) exceeds the server's request body size limit"
-    )]
-    PayloadTooLarge {
-        /// The size of the body that was refused.
-        size: usize,
-    },
-    /// HTTP 431: the server's request header size limit was hit.
-    #[error(
-        "HTTP 431 Request Header Fields Too Large: the request headers ({size} bytes, including Authorization, Mcp-Name and Mcp-Param-*) exceed the server's header size limit"
-    )]
-    HeadersTooLarge {
-        /// The total size of the header names and values sent.
-        size: usize,
-    },
-    /// A non-2xx status without a JSON body.
-    #[error("HTTP {status}{}", if body.is_empty() { String::new() } else { format!(": {body}") })]
-    Status {
-        /// The status.
-        status: StatusCode,
-        /// The start of the body, for the error message.
-        body: String,
-    },
-    /// A 2xx answer that is neither JSON nor an event stream.
-    #[error(
-        "the server answered with Content-Type {0:?}; expected application/json or text/event-stream"
-    )]
-    UnexpectedContentType(String),
-    /// A JSON body or an event larger than the configured bound.
-    #[error("a response message exceeds the limit of {limit} bytes")]
-    MessageTooLarge {
-        /// The bound.
-        limit: usize,
-    },
-    /// The event stream could not be parsed further.
-    #[error(transparent)]
-    Sse(#[from] SseError),
-}
-
-impl HttpError {
-    /// A [`HttpError::Status`] for `status`, keeping the start of `body` for the message.
-    pub fn status(status: StatusCode, body: &[u8]) -> Self {
-        const KEEP: usize = 512;
-        let text = String::from_utf8_lossy(&body[..body.len().min(KEEP)]);
-        HttpError::Status {
-            status,
-            body: text.trim().to_owned(),
-        }
-    }
-}
 
 /// The standard headers of one POST, plus the `Mcp-Param-*` headers of a `tools/call`.
 ///
@@ -155,15 +88,19 @@ impl HttpClient {
     /// A client for the endpoint at `url` that sends through `http` (for proxies, TLS roots,
     /// timeouts of the connection itself).
     pub fn with_client(http: reqwest::Client, url: &str) -> Result<Self, HttpError> {
-        let parsed = reqwest::Url::parse(url).map_err(|e| HttpError::InvalidUrl {
+        // `127.0.0.1:8080/mcp` does not parse, and `localhost:8080/mcp` parses with the scheme
+        // `localhost`: both are a URL written without its scheme.
+        let invalid = |reason: String| HttpError::InvalidUrl {
             url: url.to_owned(),
-            reason: e.to_string(),
-        })?;
+            reason: if url.contains("://") || url.contains(char::is_whitespace) {
+                reason
+            } else {
+                format!("it has no scheme; did you mean \"http://{url}\"?")
+            },
+        };
+        let parsed = reqwest::Url::parse(url).map_err(|e| invalid(e.to_string()))?;
         if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(HttpError::InvalidUrl {
-                url: url.to_owned(),
-                reason: "the scheme must be http or https".to_owned(),
-            });
+            return Err(invalid("the scheme must be http or https".to_owned()));
         }
         Ok(HttpClient {
             http,
@@ -206,7 +143,7 @@ impl HttpClient {
             .body(body)
             .send()
             .await
-            .map_err(HttpError::Request)?;
+            .map_err(|e| HttpError::sending(&self.url, e))?;
         reply::read(response, size, header_size, self.max_message).await
     }
 
@@ -225,7 +162,7 @@ impl HttpClient {
             .headers(headers)
             .send()
             .await
-            .map_err(HttpError::Request)?;
+            .map_err(|e| HttpError::sending(&self.url, e))?;
         reply::read_stream(response, header_size, self.max_message).await
     }
 
@@ -237,7 +174,7 @@ impl HttpClient {
             .headers(headers)
             .send()
             .await
-            .map_err(HttpError::Request)?;
+            .map_err(|e| HttpError::sending(&self.url, e))?;
         Ok(response.status())
     }
 }
@@ -280,17 +217,15 @@ mod tests {
             Err(HttpError::InvalidUrl { .. })
         ));
         assert!(HttpClient::new("not a url").is_err());
+        // A URL without its scheme gets a suggestion, whether it parses or not.
+        for url in ["127.0.0.1:8080/mcp", "localhost:8080/mcp"] {
+            let e = HttpClient::new(url).unwrap_err().to_string();
+            assert!(
+                e.ends_with(&format!("did you mean \"http://{url}\"?")),
+                "{e}"
+            );
+        }
         let c = HttpClient::new("http://127.0.0.1:8080/mcp").unwrap();
         assert_eq!(c.origin(), "http://127.0.0.1:8080");
-    }
-
-    #[test]
-    fn limit_errors_name_the_limit() {
-        let e = HttpError::PayloadTooLarge { size: 10 };
-        assert!(e.to_string().contains("body size limit"));
-        let e = HttpError::HeadersTooLarge { size: 10 };
-        assert!(e.to_string().contains("header size limit"));
-        let e = HttpError::status(StatusCode::BAD_GATEWAY, b"  upstream down \n");
-        assert_eq!(e.to_string(), "HTTP 502 Bad Gateway: upstream down");
     }
 }

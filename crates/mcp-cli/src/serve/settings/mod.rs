@@ -142,9 +142,9 @@ pub(crate) fn resolve(
     // HTTP.
     let bind = match (&args.http, &file.http.bind) {
         (Some(addr), _) => *addr,
-        (None, Some(text)) => text
-            .parse()
-            .map_err(|_| format!("http.bind: invalid socket address {text:?}"))?,
+        (None, Some(text)) => {
+            crate::flags::listen_addr(text).map_err(|e| format!("http.bind: {e}"))?
+        }
         (None, None) => DEFAULT_BIND.parse().expect("the default address parses"),
     };
     let (path, path_key) = match (&args.path, &file.http.path) {
@@ -436,9 +436,8 @@ fn metrics(
     let addr = match (&args.metrics_addr, &file.metrics_addr) {
         (Some(addr), _) => Some((*addr, "--metrics-addr")),
         (None, Some(text)) => Some((
-            text.parse().map_err(|_| {
-                format!("observability.metrics_addr: invalid socket address {text:?}")
-            })?,
+            crate::flags::listen_addr(text)
+                .map_err(|e| format!("observability.metrics_addr: {e}"))?,
             "observability.metrics_addr",
         )),
         (None, None) => None,

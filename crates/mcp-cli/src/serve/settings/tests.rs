@@ -35,6 +35,37 @@ fn resolve_with(argv: &[&str], toml: Option<&str>) -> Result<Settings, String> {
 }
 
 #[test]
+fn addresses_take_a_port_or_localhost_in_flags_and_file() {
+    let bind = |argv: &[&str], toml: Option<&str>| resolve_with(argv, toml).unwrap().bind;
+    assert_eq!(
+        bind(&["--http", "8080"], None).to_string(),
+        "127.0.0.1:8080"
+    );
+    assert_eq!(
+        bind(&["--http", "localhost:9000"], None).to_string(),
+        "127.0.0.1:9000"
+    );
+    assert_eq!(
+        bind(&[], Some("[http]\nbind = \"localhost:8081\"\n")).to_string(),
+        "127.0.0.1:8081"
+    );
+    assert_eq!(
+        bind(&[], Some("[http]\nbind = \"8082\"\n")).to_string(),
+        "127.0.0.1:8082"
+    );
+    let metrics = resolve_with(&["--metrics-addr", "9090"], None)
+        .unwrap()
+        .metrics
+        .unwrap();
+    assert_eq!(metrics.addr.unwrap().0.to_string(), "127.0.0.1:9090");
+    let e = Cli::try_parse_from(["serve", "--http", "example.com:80"])
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("invalid address \"example.com:80\""), "{e}");
+}
+
+#[test]
 fn the_approval_ledger_comes_from_the_flag_or_the_file_and_must_be_postgres() {
     assert!(resolve_with(&[], None).unwrap().approval_ledger.is_none());
     let file = "[server]\napproval_ledger = \"postgres://ledger@db/mcp\"\n";
@@ -373,7 +404,7 @@ fn bad_values_name_their_key() {
     let cases = [
         (
             "[http]\nbind = \"localhost\"\n",
-            "http.bind: invalid socket address \"localhost\"",
+            "http.bind: invalid address \"localhost\"",
         ),
         (
             "[http]\npath = \"mcp\"\n",
@@ -446,8 +477,8 @@ fn bad_values_name_their_key() {
         ),
         ("[sample]\nenabled = false\n", "nothing to serve"),
         (
-            "[observability]\nmetrics_addr = \"localhost:9090\"\n",
-            "observability.metrics_addr: invalid socket address \"localhost:9090\"",
+            "[observability]\nmetrics_addr = \"metrics.example.com:9090\"\n",
+            "observability.metrics_addr: invalid address \"metrics.example.com:9090\"",
         ),
         (
             "[observability]\nmetrics = true\nmetrics_path = \"metrics\"\n",

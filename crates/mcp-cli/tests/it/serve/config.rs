@@ -16,8 +16,8 @@ fn bad_configuration_is_refused_with_the_key_named() {
             "databases.sales.url: unsupported database URL scheme \"mysql\"",
         ),
         (
-            "[http]\nbind = \"localhost:80\"\n",
-            "http.bind: invalid socket address \"localhost:80\"",
+            "[http]\nbind = \"mcp.example.com:80\"\n",
+            "http.bind: invalid address \"mcp.example.com:80\"",
         ),
         (
             "[http]\nbnd = \"127.0.0.1:1\"\n",
@@ -54,8 +54,8 @@ fn bad_configuration_is_refused_with_the_key_named() {
             "server.state_key_file: ",
         ),
         (
-            "[observability]\nmetrics_addr = \"localhost:9090\"\n",
-            "observability.metrics_addr: invalid socket address \"localhost:9090\"",
+            "[observability]\nmetrics_addr = \"metrics.example.com:9090\"\n",
+            "observability.metrics_addr: invalid address \"metrics.example.com:9090\"",
         ),
         (
             "[observability]\nmetrics_addr = 9090\n",
@@ -355,5 +355,24 @@ fn a_shared_state_key_lets_another_instance_finish_an_approval() {
     assert_eq!(
         sqlite_scalar(&db, "select stock from products where id = 1"),
         "0"
+    );
+}
+
+#[test]
+fn http_takes_a_port_or_localhost() {
+    let data = TempDir::new();
+    for bind in ["0", "localhost:0"] {
+        let serve = Serve::start_without_bind(data.path(), &["--http", bind]);
+        assert!(serve.url.starts_with("http://127.0.0.1:"), "{}", serve.url);
+        serve.run(&["tools"], "").expect_code(0);
+    }
+    // A usage error, exit 4 like every command's.
+    let run = serve_refused(data.path(), &["--http", "mcp.example.com:8080"]);
+    run.expect_code(4);
+    assert!(
+        run.stderr
+            .contains("invalid address \"mcp.example.com:8080\""),
+        "{}",
+        run.stderr
     );
 }
