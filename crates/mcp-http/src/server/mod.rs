@@ -27,7 +27,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE, HOST, ORIGIN};
+use http::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use mcp_jsonrpc::{ErrorObject, Id};
 use mcp_server::observe::Transport;
@@ -41,7 +41,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use body::McpBody;
 pub use metrics::MetricsService;
-pub use policy::OriginPolicy;
+pub use policy::{OriginPolicy, Refusal};
 pub use serve::{ServeError, serve, serve_metrics, serve_with_shutdown, shutdown_signal};
 
 use body::Event;
@@ -157,6 +157,7 @@ impl McpService {
                     self.inner.server.metrics(),
                     &config.policy,
                     &parts.method,
+                    parts.version,
                     &parts.uri,
                     &parts.headers,
                 );
@@ -188,15 +189,12 @@ impl McpService {
             probe.rejected(status.as_u16(), method);
             http_error(status, message)
         };
-        let host = parts
-            .headers
-            .get(HOST)
-            .and_then(|h| h.to_str().ok())
-            .or_else(|| parts.uri.authority().map(|a| a.as_str()));
-        let origin = parts.headers.get(ORIGIN).map(HeaderValue::as_bytes);
-        if let Err(why) = config.policy.check(host, origin) {
-            tracing::debug!(%why, "refused by the Host/Origin policy");
-            return refuse(probe, StatusCode::FORBIDDEN, &why);
+        if let Err(refusal) = config
+            .policy
+            .check_request(parts.version, &parts.uri, &parts.headers)
+        {
+            tracing::debug!(why = %refusal.reason, "refused by the Host/Origin policy");
+            return refuse(probe, refusal.status, &refusal.reason);
         }
         if parts.method != Method::POST {
             let mut response = refuse(

@@ -4,6 +4,7 @@
 
 mod config;
 mod files;
+mod host_policy;
 mod observe;
 mod postgres;
 mod sqlite;

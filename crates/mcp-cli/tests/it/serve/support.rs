@@ -277,12 +277,18 @@ pub fn http(url: &str, method: &str, headers: &[(&str, &str)], body: &str) -> Ht
     }
     request.push_str("\r\n");
     request.push_str(body);
+    raw_http(authority, request.as_bytes())
+}
+
+/// Sends `request` byte for byte to `authority` over a fresh connection and reads the answer
+/// until the server closes the connection.
+pub fn raw_http(authority: &str, request: &[u8]) -> HttpReply {
     let mut stream = std::net::TcpStream::connect(authority)
         .unwrap_or_else(|e| panic!("connect to {authority}: {e}"));
     stream
         .set_read_timeout(Some(PATIENCE))
         .expect("a read timeout");
-    stream.write_all(request.as_bytes()).expect("send");
+    stream.write_all(request).expect("send");
     let mut response = String::new();
     stream.read_to_string(&mut response).expect("read");
     let (head, body) = response
