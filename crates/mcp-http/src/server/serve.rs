@@ -218,22 +218,52 @@ async fn sniff_within(stream: &tokio::net::TcpStream, limit: Duration) -> std::i
 /// Which protocol the client speaks, read with `peek` so that nothing is consumed: the connection
 /// is then read from its first byte, with no rewinding wrapper in between.
 /// An HTTP/1.1 request differs from the preface by its second byte at the latest.
+///
+/// A preface split across packets leaves bytes in the socket that a `peek` sees again at once, so
+/// peeking in a loop would spin (one wake-up per millisecond per connection, when it slept in
+/// between). Instead, the readiness the runtime recorded is cleared after a peek that saw only
+/// part of the preface, and the task sleeps until the kernel reports new bytes (or the peer's
+/// closing). Clearing is safe from the race with bytes that arrive meanwhile: tokio clears only
+/// the readiness event the peek saw, not a newer one.
 async fn sniff(stream: &tokio::net::TcpStream) -> std::io::Result<Version> {
-    let mut buf = [0u8; H2_PREFACE.len()];
+    use tokio::io::Interest;
     loop {
-        let n = stream.peek(&mut buf).await?;
-        if n == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        let ready = stream.ready(Interest::READABLE).await?;
+        match stream.try_io(Interest::READABLE, || peek_version(stream)) {
+            Ok(version) => return Ok(version),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                // Part of the preface and then the peer's end of sending: no preface will come.
+                if ready.is_read_closed() {
+                    return Err(std::io::ErrorKind::UnexpectedEof.into());
+                }
+            }
+            Err(e) => return Err(e),
         }
-        if buf[..n] != H2_PREFACE[..n] {
-            return Ok(Version::H1);
-        }
-        if n == H2_PREFACE.len() {
-            return Ok(Version::H2);
-        }
-        // A preface split across packets: wait for the rest to arrive.
-        tokio::time::sleep(Duration::from_millis(1)).await;
     }
+}
+
+/// Peeks at what has arrived without waiting: `WouldBlock` when it is nothing, or only part of
+/// the preface.
+fn peek_version(stream: &tokio::net::TcpStream) -> std::io::Result<Version> {
+    let mut buf = [0u8; H2_PREFACE.len()];
+    let mut read = tokio::io::ReadBuf::new(&mut buf);
+    // The caller waits for readiness itself; this context only lets `poll_peek` run once.
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let n = match stream.poll_peek(&mut cx, &mut read) {
+        std::task::Poll::Ready(n) => n?,
+        std::task::Poll::Pending => return Err(std::io::ErrorKind::WouldBlock.into()),
+    };
+    let seen = read.filled();
+    if n == 0 {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
+    }
+    if seen != &H2_PREFACE[..n] {
+        return Ok(Version::H1);
+    }
+    if n == H2_PREFACE.len() {
+        return Ok(Version::H2);
+    }
+    Err(std::io::ErrorKind::WouldBlock.into())
 }
 
 fn transient(e: &std::io::Error) -> bool {
@@ -328,5 +358,38 @@ mod tests {
         let (client, server) = pair().await;
         drop(client);
         assert!(sniff(&server).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_partial_preface_is_waited_for_without_waking() {
+        let (mut client, server) = pair().await;
+        client.write_all(b"P").await.expect("write");
+        // Count the times the sniffer runs while the rest does not come: it must sleep until new
+        // bytes arrive, not look again and again.
+        let mut sniffing = std::pin::pin!(sniff(&server));
+        let mut polls = 0;
+        let counted = std::future::poll_fn(|cx| {
+            polls += 1;
+            sniffing.as_mut().poll(cx)
+        });
+        let waited = tokio::time::timeout(Duration::from_millis(300), counted).await;
+        assert!(waited.is_err(), "no protocol can be told from one byte");
+        assert!(polls <= 3, "the sniffer woke {polls} times in 300 ms");
+        // The rest arrives: it wakes, and the connection is h2.
+        client.write_all(&H2_PREFACE[1..]).await.expect("write");
+        assert!(matches!(sniff(&server).await, Ok(Version::H2)));
+    }
+
+    #[tokio::test]
+    async fn a_partial_preface_then_closing_is_an_error_at_once() {
+        let (mut client, server) = pair().await;
+        client.write_all(b"PRI * HTTP").await.expect("write");
+        client.shutdown().await.expect("shutdown");
+        let sniffed = tokio::time::timeout(Duration::from_secs(5), sniff(&server)).await;
+        assert!(
+            matches!(sniffed, Ok(Err(_))),
+            "{:?}",
+            sniffed.map(|r| r.is_ok())
+        );
     }
 }

@@ -3,6 +3,7 @@
 //! commands and by `mcp-client`.
 
 mod config;
+mod connections;
 mod files;
 mod host_policy;
 mod observe;
