@@ -76,6 +76,30 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "DURATION", value_parser = file::parse_duration)]
     read_timeout: Option<Duration>,
 
+    /// How long an HTTP connection may wait for its next request before it is closed (HTTP/2:
+    /// with no open stream; it is sent GOAWAY) [default: 2m].
+    #[arg(long, value_name = "DURATION", value_parser = file::parse_duration)]
+    idle_timeout: Option<Duration>,
+
+    /// How long a response may make no progress, its client reading none of it, before it is
+    /// abandoned and the connection closed [default: 30s].
+    #[arg(long, value_name = "DURATION", value_parser = file::parse_duration)]
+    write_timeout: Option<Duration>,
+
+    /// The most HTTP connections open at once; one more is closed as soon as it is accepted
+    /// [default: the limit of open files less an eighth (at least 64), at most 10000].
+    #[arg(long, value_name = "N")]
+    max_connections: Option<usize>,
+
+    /// The most concurrent streams on one HTTP/2 connection [default: 100].
+    #[arg(long, value_name = "N")]
+    h2_max_streams: Option<u32>,
+
+    /// The most bytes that responses over 64 KiB may hold at once, across the server, while
+    /// their clients read them; a large response beyond it gets 503 [default: 67108864].
+    #[arg(long, value_name = "BYTES")]
+    response_memory: Option<usize>,
+
     /// A database to serve (repeatable): postgres://USER@HOST:PORT/DB, sqlite:PATH or the path of an
     /// SQLite file, optionally named NAME=URL (the name tools and URIs use; default "main"). With
     /// any --db, the sample database is not served unless --sample is also given.
@@ -164,13 +188,19 @@ fn http_config(settings: &Settings) -> HttpConfig {
         .as_ref()
         .filter(|m| m.addr.is_none())
         .map(|m| m.path.clone());
+    let defaults = HttpConfig::default();
     HttpConfig {
         path: settings.path.clone(),
         max_body: settings.max_message,
         first_bytes_timeout: settings.read_timeout,
+        idle_timeout: settings.idle_timeout,
+        write_timeout: settings.write_timeout,
+        max_connections: settings.max_connections.unwrap_or(defaults.max_connections),
+        h2_max_concurrent_streams: settings.h2_max_streams,
+        response_memory: settings.response_memory,
         policy,
         metrics_path,
-        ..HttpConfig::default()
+        ..defaults
     }
 }
 

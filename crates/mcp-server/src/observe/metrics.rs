@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use mcp_jsonrpc::{Id, code};
 
+use super::connections::ConnectionStats;
 use super::{
     ListenRecord, MethodKind, NotificationKind, NotificationRecord, RequestObserver,
     RequestOutcome, RequestRecord, Target, Transport,
@@ -105,6 +106,8 @@ const NOTIFICATIONS: [NotificationKind; 2] = [NotificationKind::Cancelled, Notif
 /// | `mcp_requests_in_flight` | gauge | |
 /// | `mcp_listen_streams_open` | gauge | |
 /// | `mcp_listen_streams_total` | counter | |
+///
+/// and the HTTP connection series of [`ConnectionStats`], which the transport keeps.
 ///
 /// `method` is one of the spec's request methods or `other`; `code` one of the spec's error codes
 /// or `other`; `status` one of 400, 403, 405, 406, 413, 415 or `other`.
@@ -209,6 +212,8 @@ pub(crate) struct Registry {
     /// `isError` results by registered tool name. Reads take the shared lock; a tool's first
     /// `isError` takes the exclusive one once.
     tool_errors: RwLock<BTreeMap<Box<str>, AtomicU64>>,
+    /// The HTTP listener's connections, kept by the transport.
+    connections: Arc<ConnectionStats>,
 }
 
 impl Default for Registry {
@@ -223,6 +228,7 @@ impl Default for Registry {
             listen_open: AtomicI64::new(0),
             listen_total: AtomicU64::new(0),
             tool_errors: RwLock::new(BTreeMap::new()),
+            connections: Arc::default(),
         }
     }
 }
@@ -369,7 +375,7 @@ impl RequestObserver for Metrics {
 }
 
 /// Writes `# HELP` and `# TYPE` for a family. Help texts are ours: no backslash or newline.
-fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+pub(super) fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
@@ -406,6 +412,12 @@ impl Metrics {
     /// The listen streams open now.
     pub fn listen_streams_open(&self) -> i64 {
         self.inner.listen_open.load(Relaxed)
+    }
+
+    /// The connection counters an HTTP transport keeps (`mcp-http`'s accept loop does), rendered
+    /// with the rest.
+    pub fn connections(&self) -> Arc<ConnectionStats> {
+        self.inner.connections.clone()
     }
 
     /// Every metric in the Prometheus text exposition format, version 0.0.4 (serve it with
@@ -571,6 +583,8 @@ impl Metrics {
             "mcp_listen_streams_total {}",
             r.listen_total.load(Relaxed)
         );
+
+        r.connections.render_into(out);
     }
 }
 

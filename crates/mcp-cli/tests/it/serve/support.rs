@@ -94,6 +94,27 @@ impl Serve {
         for (name, value) in env {
             command.env(name, value);
         }
+        Self::spawn(command, data_dir)
+    }
+
+    /// `mcp serve --http 127.0.0.1:0 ARGS` allowed at most `files` open file descriptors (run
+    /// through `prlimit`, which sets the limit and then becomes the server).
+    #[track_caller]
+    pub fn start_with_file_limit(data_dir: &Path, files: u32, args: &[&str]) -> Serve {
+        let mut command = Command::new("prlimit");
+        command
+            .arg(format!("--nofile={files}:{files}"))
+            .arg("--")
+            .arg(mcp_path())
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(args)
+            .env_remove("MCP_LOG")
+            .env("NO_COLOR", "1");
+        Self::spawn(command, data_dir)
+    }
+
+    #[track_caller]
+    fn spawn(mut command: Command, data_dir: &Path) -> Serve {
         let mut child = command
             .env("MCP_DATA_DIR", data_dir)
             .stdin(Stdio::null())

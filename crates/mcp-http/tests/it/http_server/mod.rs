@@ -10,6 +10,7 @@ mod cancel;
 mod envelope;
 mod fixture;
 mod harness;
+mod limits;
 mod listen;
 mod load;
 mod observe;
