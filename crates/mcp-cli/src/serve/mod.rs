@@ -58,7 +58,9 @@ pub(crate) struct ServeArgs {
     path: Option<String>,
 
     /// Also accept this host name in `Host` and `Origin` (repeatable). Behind a reverse proxy that
-    /// forwards the public name to a loopback server, this is the one setting needed.
+    /// forwards the public name to a loopback server, this is the one setting needed. Off loopback,
+    /// `Host` names other than localhost and these are refused (IP addresses are accepted);
+    /// '*' accepts any host, leaving the Origin check alone against DNS rebinding.
     #[arg(long = "allowed-host", value_name = "HOST")]
     allowed_hosts: Vec<String>,
 
@@ -175,13 +177,7 @@ pub(crate) struct ServeArgs {
 }
 
 fn http_config(settings: &Settings) -> HttpConfig {
-    let mut policy = OriginPolicy::for_bind(settings.bind);
-    for host in &settings.allowed_hosts {
-        policy = policy.allow_host(host);
-    }
-    for origin in &settings.allowed_origins {
-        policy = policy.allow_origin(origin);
-    }
+    let policy = policy(settings, settings.bind);
     // Metrics on the HTTP listener, unless they have an address of their own.
     let metrics_path = settings
         .metrics
@@ -204,12 +200,17 @@ fn http_config(settings: &Settings) -> HttpConfig {
     }
 }
 
-/// The Host/Origin policy of the separate metrics address: the secure default for it, and the
-/// host names and origins allowed on the MCP endpoint.
-fn metrics_policy(settings: &Settings, addr: SocketAddr) -> OriginPolicy {
+/// The Host/Origin policy of a listener on `addr` (the MCP endpoint's, or the metrics' own): the
+/// secure default for the address, and the host names and origins allowed; `--allowed-host '*'`
+/// accepts any host.
+fn policy(settings: &Settings, addr: SocketAddr) -> OriginPolicy {
     let mut policy = OriginPolicy::for_bind(addr);
     for host in &settings.allowed_hosts {
-        policy = policy.allow_host(host);
+        policy = if host == "*" {
+            policy.allow_any_host()
+        } else {
+            policy.allow_host(host)
+        };
     }
     for origin in &settings.allowed_origins {
         policy = policy.allow_origin(origin);
@@ -294,7 +295,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 let local = listener
                     .local_addr()
                     .context("reading the bound metrics address")?;
-                let service = MetricsService::new(metrics.clone(), metrics_policy(&settings, addr))
+                let service = MetricsService::new(metrics.clone(), policy(&settings, addr))
                     .with_path(&m.path);
                 Some((listener, service, local))
             }
@@ -335,6 +336,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         );
     }
     let config = http_config(&settings);
+    // Which hosts and origins get in, since a request under any other name is refused (403).
+    tracing::info!("accepting {}", config.policy);
     let listener = TcpListener::bind(settings.bind)
         .await
         .with_context(|| format!("binding {}", settings.bind))?;

@@ -5,8 +5,16 @@
 //! scenario `dns-rebinding-protection` also expects a loopback server to refuse a `Host` that is not
 //! `localhost`, `127.0.0.1` or `[::1]` (any port): a DNS-rebinding attack reaches the server under the
 //! attacker's host name, so the `Host` header is what gives it away.
+//!
+//! The same holds for a server bound to another address: a page whose name the attacker rebinds
+//! to a LAN or public address the server listens on reaches it with its own name in `Host`. So off
+//! loopback too, `Host` must be a loopback name, an IP address (a request addressed by number
+//! cannot come from a rebound name), or a name the operator listed; only
+//! [`allow_any_host`](OriginPolicy::allow_any_host) lifts that, leaving `Origin` as the only check
+//! for browsers.
 
-use std::net::SocketAddr;
+use std::fmt;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use http::header::{HOST, ORIGIN};
 use http::{HeaderMap, StatusCode, Uri, Version};
@@ -14,12 +22,22 @@ use http::{HeaderMap, StatusCode, Uri, Version};
 /// The `Host` and `Origin` values a server accepts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OriginPolicy {
-    /// Require a loopback `Host` (or one of `allowed_hosts`).
-    loopback: bool,
+    /// Which `Host` values are accepted besides `allowed_hosts`.
+    hosts: Hosts,
     /// Extra host names (lowercase, without port) accepted in `Host`, and in the host part of `Origin`.
     allowed_hosts: Vec<String>,
     /// Exact origins (`scheme://host[:port]`, lowercase) accepted in `Origin`.
     allowed_origins: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Hosts {
+    /// Loopback names; also accepted as browser origins.
+    Loopback,
+    /// Loopback names and IP addresses; browser origins only when listed.
+    Addresses,
+    /// Any host; browser origins only when listed.
+    Any,
 }
 
 const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "[::1]"];
@@ -53,20 +71,15 @@ impl Refusal {
 impl OriginPolicy {
     /// For a server bound to a loopback address: loopback `Host` and `Origin` only.
     pub fn loopback() -> Self {
-        OriginPolicy {
-            loopback: true,
-            allowed_hosts: Vec::new(),
-            allowed_origins: Vec::new(),
-        }
+        Self::with(Hosts::Loopback)
     }
 
-    /// For a server bound to a public address: any `Host`, and no browser `Origin` until allowed.
+    /// For a server bound to another address: a `Host` that is a loopback name or an IP address
+    /// (any port), and no browser `Origin` until allowed. Host names are refused unless allowed
+    /// ([`allow_host`](Self::allow_host)), since a DNS-rebinding page reaches the server under a
+    /// name of its own.
     pub fn public() -> Self {
-        OriginPolicy {
-            loopback: false,
-            allowed_hosts: Vec::new(),
-            allowed_origins: Vec::new(),
-        }
+        Self::with(Hosts::Addresses)
     }
 
     /// The secure default for a server bound to `addr`.
@@ -76,6 +89,22 @@ impl OriginPolicy {
         } else {
             Self::public()
         }
+    }
+
+    fn with(hosts: Hosts) -> Self {
+        OriginPolicy {
+            hosts,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+        }
+    }
+
+    /// Accepts any `Host`: for a server behind a proxy that checks the host names itself.
+    /// Browser requests are still refused unless their origin is allowed.
+    #[must_use]
+    pub fn allow_any_host(mut self) -> Self {
+        self.hosts = Hosts::Any;
+        self
     }
 
     /// Accepts `host` (a name such as `mcp.example.com`, any port) in `Host`, and origins on that
@@ -136,10 +165,10 @@ impl OriginPolicy {
             let Some(name) = host_name(host) else {
                 return Err(Refusal::bad(format!("the host {host:?} is malformed")));
             };
-            if (self.loopback || !self.allowed_hosts.is_empty()) && !self.host_allowed(name) {
+            if !self.host_allowed(name) {
                 return Err(Refusal::forbidden(format!("Host {host:?} is not allowed")));
             }
-        } else if self.loopback || !self.allowed_hosts.is_empty() {
+        } else if self.hosts != Hosts::Any {
             return Err(Refusal::forbidden("the request has no Host header"));
         }
         if let Some(origin) = origin {
@@ -151,7 +180,7 @@ impl OriginPolicy {
                 return Ok(());
             }
             match origin_host(&origin) {
-                Some(name) if self.host_allowed(name) => {}
+                Some(name) if self.origin_host_allowed(name) => {}
                 _ => {
                     return Err(Refusal::forbidden(format!(
                         "Origin {origin:?} is not allowed"
@@ -162,15 +191,72 @@ impl OriginPolicy {
         Ok(())
     }
 
-    /// Host names compare case-insensitively, in place (this runs on every request).
+    /// Whether `name` (a host without port) is accepted in `Host`. Names compare
+    /// case-insensitively, in place (this runs on every request).
     fn host_allowed(&self, name: &str) -> bool {
-        let same = |h: &&str| h.eq_ignore_ascii_case(name);
-        (self.loopback && LOOPBACK_HOSTS.iter().any(same))
-            || self
-                .allowed_hosts
-                .iter()
-                .map(String::as_str)
-                .any(|h| same(&h))
+        match self.hosts {
+            Hosts::Any => true,
+            Hosts::Loopback => is_loopback_name(name) || self.listed(name),
+            Hosts::Addresses => is_loopback_name(name) || is_ip_literal(name) || self.listed(name),
+        }
+    }
+
+    /// Whether `name` is accepted as the host of a browser's `Origin`: on loopback the loopback
+    /// names, elsewhere only the names listed.
+    fn origin_host_allowed(&self, name: &str) -> bool {
+        (self.hosts == Hosts::Loopback && is_loopback_name(name)) || self.listed(name)
+    }
+
+    fn listed(&self, name: &str) -> bool {
+        self.allowed_hosts
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(name))
+    }
+}
+
+/// What the policy accepts, in a sentence (for the log at start).
+impl fmt::Display for OriginPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Host: ")?;
+        match self.hosts {
+            Hosts::Any => f.write_str("any")?,
+            Hosts::Loopback | Hosts::Addresses => {
+                f.write_str("localhost, 127.0.0.1, [::1]")?;
+                if self.hosts == Hosts::Addresses {
+                    f.write_str(", IP addresses")?;
+                }
+                for host in &self.allowed_hosts {
+                    write!(f, ", {host}")?;
+                }
+                if self.hosts == Hosts::Addresses {
+                    f.write_str(" (other names refused: list them with --allowed-host)")?;
+                }
+            }
+        }
+        f.write_str("; browser Origin: ")?;
+        let mut origins: Vec<String> = Vec::new();
+        if self.hosts == Hosts::Loopback {
+            origins.extend(LOOPBACK_HOSTS.iter().map(|h| format!("http(s)://{h}")));
+        }
+        origins.extend(self.allowed_hosts.iter().map(|h| format!("http(s)://{h}")));
+        origins.extend(self.allowed_origins.iter().cloned());
+        if origins.is_empty() {
+            f.write_str("none (list them with --allowed-origin)")
+        } else {
+            f.write_str(&origins.join(", "))
+        }
+    }
+}
+
+fn is_loopback_name(name: &str) -> bool {
+    LOOPBACK_HOSTS.iter().any(|h| h.eq_ignore_ascii_case(name))
+}
+
+/// An IPv4 address, or an IPv6 address in brackets.
+fn is_ip_literal(name: &str) -> bool {
+    match name.strip_prefix('[').and_then(|n| n.strip_suffix(']')) {
+        Some(v6) => v6.parse::<Ipv6Addr>().is_ok(),
+        None => name.parse::<Ipv4Addr>().is_ok(),
     }
 }
 
@@ -315,16 +401,88 @@ mod tests {
     }
 
     #[test]
-    fn public_servers_allow_any_host_but_no_unlisted_origin() {
+    fn public_servers_take_addresses_and_listed_names_but_no_unlisted_origin() {
         let p = OriginPolicy::public();
+        for host in [
+            "localhost:8080",
+            "127.0.0.1",
+            "192.0.2.7:8080",
+            "0.0.0.0:1",
+            "[2001:db8::1]:443",
+            "[::1]",
+        ] {
+            assert!(p.check(Some(host), None).is_ok(), "{host}");
+        }
+        // A DNS-rebinding page reaches the server under a name of its own.
+        for host in [
+            "anything.example",
+            "192.0.2.7.evil.example",
+            "1.2.3",
+            "[fe80::1%25eth0]",
+        ] {
+            assert!(p.check(Some(host), None).is_err(), "{host}");
+        }
+        assert!(p.check(None, None).is_err());
+        // Browsers only from listed origins, not even from loopback pages.
+        for origin in [
+            "https://app.example.com",
+            "http://localhost:5173",
+            "http://192.0.2.7",
+        ] {
+            assert!(
+                p.check(Some("192.0.2.7"), Some(origin.as_bytes())).is_err(),
+                "{origin}"
+            );
+        }
+        let p = p
+            .allow_origin("https://app.example.com/")
+            .allow_host("mcp.example.com");
+        assert!(
+            p.check(Some("192.0.2.7"), Some(b"https://APP.example.com"))
+                .is_ok()
+        );
+        assert!(
+            p.check(
+                Some("mcp.example.com:443"),
+                Some(b"https://mcp.example.com")
+            )
+            .is_ok()
+        );
+        assert!(p.check(Some("other.example.com"), None).is_err());
+    }
+
+    #[test]
+    fn any_host_can_be_allowed_but_origins_are_still_checked() {
+        let p = OriginPolicy::public().allow_any_host();
         assert!(p.check(Some("anything.example"), None).is_ok());
         assert!(p.check(None, None).is_ok());
+        assert!(p.check(Some("[::1]x"), None).is_err(), "still parsed");
         assert!(
-            p.check(Some("x"), Some(b"https://app.example.com"))
+            p.check(Some("x.example"), Some(b"https://evil.example"))
                 .is_err()
         );
-        let p = p.allow_origin("https://app.example.com/");
-        assert!(p.check(Some("x"), Some(b"https://APP.example.com")).is_ok());
+    }
+
+    #[test]
+    fn the_policy_says_what_it_accepts() {
+        assert_eq!(
+            OriginPolicy::loopback().to_string(),
+            "Host: localhost, 127.0.0.1, [::1]; browser Origin: http(s)://localhost, \
+             http(s)://127.0.0.1, http(s)://[::1]"
+        );
+        assert_eq!(
+            OriginPolicy::public()
+                .allow_host("mcp.example.com")
+                .allow_origin("https://app.example.com")
+                .to_string(),
+            "Host: localhost, 127.0.0.1, [::1], IP addresses, mcp.example.com (other names \
+             refused: list them with --allowed-host); browser Origin: http(s)://mcp.example.com, \
+             https://app.example.com"
+        );
+        assert_eq!(
+            OriginPolicy::public().allow_any_host().to_string(),
+            "Host: any; browser Origin: none (list them with --allowed-origin)"
+        );
     }
 
     #[test]

@@ -96,3 +96,87 @@ fn hosts_and_origins_are_parsed_exactly_and_duplicates_refused() {
         "two Host fields",
     );
 }
+
+/// Bound to 0.0.0.0, the server still refuses a `Host` name nobody listed (a DNS-rebinding page
+/// reaches it under a name of its own), takes IP addresses and loopback names, and names the
+/// hosts and origins it accepts at start. The Origin check for browsers holds in every case.
+#[test]
+fn off_loopback_unknown_host_names_are_refused_unless_listed() {
+    let scratch = TempDir::new();
+    let serve = Serve::start_without_bind(
+        &scratch.join("data"),
+        &["--http", "0.0.0.0:0", "--allowed-host", "mcp.example.com"],
+    );
+    let log = serve.log();
+    assert!(
+        log.contains(
+            "accepting Host: localhost, 127.0.0.1, [::1], IP addresses, mcp.example.com (other \
+             names refused: list them with --allowed-host); browser Origin: \
+             http(s)://mcp.example.com"
+        ),
+        "{log}"
+    );
+    let port = authority(&serve).rsplit(':').next().unwrap().to_owned();
+    for host in [
+        "evil.example.com",
+        "127.0.0.1.evil.example.com:80",
+        "other.example.com",
+    ] {
+        expect(&discover(&serve, &[("Host", host)]), 403, host);
+    }
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        "192.0.2.7:8080".to_owned(),
+        "[2001:db8::1]".to_owned(),
+        "mcp.example.com".to_owned(),
+    ] {
+        expect(&discover(&serve, &[("Host", &host)]), 200, &host);
+    }
+    // Browsers: only from listed hosts or origins, not from pages on loopback or an address.
+    for origin in [
+        "http://evil.example.com",
+        "http://localhost:5173",
+        "http://192.0.2.7:8080",
+    ] {
+        expect(&discover(&serve, &[("Origin", origin)]), 403, origin);
+    }
+    expect(
+        &discover(&serve, &[("Origin", "https://mcp.example.com")]),
+        200,
+        "a listed host's origin",
+    );
+}
+
+/// `--allowed-host '*'` takes any host, and browsers are still held to their origin.
+#[test]
+fn any_host_can_be_allowed_and_origins_are_still_checked() {
+    let scratch = TempDir::new();
+    let serve = Serve::start_without_bind(
+        &scratch.join("data"),
+        &["--http", "0.0.0.0:0", "--allowed-host", "*"],
+    );
+    assert!(
+        serve
+            .log()
+            .contains("accepting Host: any; browser Origin: none"),
+        "{}",
+        serve.log()
+    );
+    expect(
+        &discover(&serve, &[("Host", "anything.example.com")]),
+        200,
+        "any host",
+    );
+    expect(
+        &discover(
+            &serve,
+            &[
+                ("Host", "anything.example.com"),
+                ("Origin", "http://anything.example.com"),
+            ],
+        ),
+        403,
+        "an unlisted origin",
+    );
+}
