@@ -6,8 +6,9 @@
 //! hyper runs each stream in a task of its own, so the connection learns of its streams through
 //! [`Track`], shared with every stream's response body ([`Counted`]): how many streams are open,
 //! how many bodies have handed data to hyper that it has not been able to send yet, and when a
-//! body last got to hand over more. The connection's own task checks them when it wakes, and a
-//! body wakes it when the last stream ends or when it starts owing data. Large bodies are handed
+//! body last got to hand over more. The connection's own task checks them when it wakes: its
+//! timer fires at least once per write timeout while streams are open, and the last stream to end
+//! wakes it so that the idle timeout starts. Large bodies are handed
 //! to hyper in frames of at most [`FRAME`] bytes, so that what hyper buffers for a client that
 //! does not read stays small and "no progress" can be seen.
 //!
@@ -131,6 +132,7 @@ where
         stats,
         timer: Deadline::default(),
         idle_due: None,
+        busy_due: None,
         closing: false,
     };
     Watched::new(
@@ -187,12 +189,11 @@ impl Counted {
         }
         if !self.owing {
             self.owing = true;
-            // The first body to owe: the write timeout runs from now, and the connection must
-            // start watching it.
+            // The first body to owe: the write timeout runs from now. The connection's task need
+            // not be woken: it checks whenever its timer fires while it has streams.
             let track = &self.stream.0;
             if track.owing.fetch_add(1, Ordering::AcqRel) == 0 {
                 track.progress_ms.store(now_ms(), Ordering::Release);
-                track.waker.wake();
             }
         }
         Poll::Ready(Some(Ok(Frame::data(data))))
@@ -278,8 +279,10 @@ struct Watch<C, G> {
     settings: Settings,
     stats: Arc<ConnectionStats>,
     timer: Deadline,
-    /// When the connection last became idle (no open stream), while it is.
+    /// When the idle timeout passes, while the connection has no open stream.
     idle_due: Option<Instant>,
+    /// When to look for a client that stopped reading next, while streams are open.
+    busy_due: Option<Instant>,
     /// Whether GOAWAY has been asked for.
     closing: bool,
 }
@@ -311,6 +314,7 @@ where
                 return Poll::Pending;
             }
             if this.track.open.load(Ordering::Acquire) == 0 {
+                this.busy_due = None;
                 if this.settings.idle_timeout.is_zero() {
                     return Poll::Pending;
                 }
@@ -327,20 +331,26 @@ where
             }
             this.idle_due = None;
             let timeout = this.settings.write_timeout;
-            if this.track.owing.load(Ordering::Acquire) == 0 || timeout.is_zero() {
+            if timeout.is_zero() {
                 return Poll::Pending;
             }
-            // Some body waits for the client: some body must make progress within the write
-            // timeout of the last progress any body made.
-            let last = this.track.progress_ms.load(Ordering::Acquire);
-            let waited = Duration::from_millis(now_ms().saturating_sub(last));
-            let due = Instant::now() + timeout.saturating_sub(waited);
+            // While streams are open, the timer fires at least once per write timeout (a
+            // connection with streams is woken rarely by it, and no response has to wake it):
+            // then, if some body has been waiting for the client since the last progress for the
+            // whole timeout, the connection is given up.
+            let due = *this
+                .busy_due
+                .get_or_insert_with(|| Instant::now() + timeout);
             if this.timer.poll_until(due, cx).is_pending() {
                 return Poll::Pending;
             }
-            // The due time was computed from the last progress before the timer fired: look again.
-            let last = this.track.progress_ms.load(Ordering::Acquire);
-            if Duration::from_millis(now_ms().saturating_sub(last)) >= timeout {
+            let waited = if this.track.owing.load(Ordering::Acquire) == 0 {
+                Duration::ZERO
+            } else {
+                let last = this.track.progress_ms.load(Ordering::Acquire);
+                Duration::from_millis(now_ms().saturating_sub(last))
+            };
+            if waited >= timeout {
                 this.stats.closed(CloseReason::WriteTimeout);
                 tracing::debug!("closed an HTTP/2 connection whose client stopped reading");
                 return Poll::Ready(Err(io::Error::new(
@@ -349,6 +359,7 @@ where
                 )
                 .into()));
             }
+            this.busy_due = Some(Instant::now() + (timeout - waited));
         }
     }
 }
