@@ -31,7 +31,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run an MCP server.
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Load-test an MCP server and report throughput and latency.
     Bench(bench::BenchArgs),
     #[command(flatten)]
@@ -70,7 +70,7 @@ fn main() -> ExitCode {
     };
     let code = runtime.block_on(async {
         match cli.command {
-            Command::Serve(args) => match serve::run(args).await {
+            Command::Serve(args) => match serve::run(*args).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("error: {e:#}");

@@ -14,9 +14,9 @@
 
 mod args;
 mod connect;
+mod hints;
 mod json;
 mod media;
-mod hints;
 mod offers;
 mod output;
 mod progress;

@@ -71,6 +71,16 @@ pub(crate) struct HttpSection {
     /// How long a connection may stay silent before its first request, and how long a request
     /// may take to arrive once it has begun.
     pub read_timeout: Option<Seconds>,
+    /// How long a connection may wait for its next request.
+    pub idle_timeout: Option<Seconds>,
+    /// How long a response may make no progress before it is abandoned.
+    pub write_timeout: Option<Seconds>,
+    /// The most connections open at once.
+    pub max_connections: Option<usize>,
+    /// The most concurrent streams on one HTTP/2 connection.
+    pub h2_max_streams: Option<u32>,
+    /// The most bytes large responses may hold at once.
+    pub response_memory: Option<usize>,
 }
 
 /// `[sample]`: the embedded sample database.

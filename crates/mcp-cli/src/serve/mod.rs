@@ -60,7 +60,9 @@ pub(crate) struct ServeArgs {
     path: Option<String>,
 
     /// Also accept this host name in `Host` and `Origin` (repeatable). Behind a reverse proxy that
-    /// forwards the public name to a loopback server, this is the one setting needed.
+    /// forwards the public name to a loopback server, this is the one setting needed. Off loopback,
+    /// `Host` names other than localhost and these are refused (IP addresses are accepted);
+    /// '*' accepts any host, leaving the Origin check alone against DNS rebinding.
     #[arg(long = "allowed-host", value_name = "HOST")]
     allowed_hosts: Vec<String>,
 
@@ -77,6 +79,30 @@ pub(crate) struct ServeArgs {
     /// unit (500ms, 30s, 2m) [default: 30s].
     #[arg(long, value_name = "DURATION", value_parser = flags::duration)]
     read_timeout: Option<Duration>,
+
+    /// How long an HTTP connection may wait for its next request before it is closed (HTTP/2:
+    /// with no open stream; it is sent GOAWAY) [default: 2m].
+    #[arg(long, value_name = "DURATION", value_parser = flags::duration)]
+    idle_timeout: Option<Duration>,
+
+    /// How long a response may make no progress, its client reading none of it, before it is
+    /// abandoned and the connection closed [default: 30s].
+    #[arg(long, value_name = "DURATION", value_parser = flags::duration)]
+    write_timeout: Option<Duration>,
+
+    /// The most HTTP connections open at once; one more is closed as soon as it is accepted
+    /// [default: the limit of open files less an eighth (at least 64), at most 10000].
+    #[arg(long, value_name = "N", value_parser = whole_number)]
+    max_connections: Option<usize>,
+
+    /// The most concurrent streams on one HTTP/2 connection [default: 100].
+    #[arg(long, value_name = "N")]
+    h2_max_streams: Option<u32>,
+
+    /// The most bytes that responses over 64 KiB may hold at once, across the server, while
+    /// their clients read them; a large response beyond it gets 503 [default: 67108864].
+    #[arg(long, value_name = "BYTES", value_parser = whole_number)]
+    response_memory: Option<usize>,
 
     /// A database to serve (repeatable): postgres://USER@HOST:PORT/DB, sqlite:PATH or the path of an
     /// SQLite file, optionally named NAME=URL (the name tools and URIs use; default "main"). With
@@ -113,7 +139,7 @@ pub(crate) struct ServeArgs {
 
     /// Read-only connections of every SQLite database, the sample's too: how many reads run at
     /// once (1 to 64) [default: one per CPU, between 4 and 16].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = whole_number)]
     read_connections: Option<usize>,
 
     /// Allow changes on every database through the `execute` tool; the user approves each
@@ -166,35 +192,40 @@ pub(crate) struct ServeArgs {
 }
 
 fn http_config(settings: &Settings) -> HttpConfig {
-    let mut policy = OriginPolicy::for_bind(settings.bind);
-    for host in &settings.allowed_hosts {
-        policy = policy.allow_host(host);
-    }
-    for origin in &settings.allowed_origins {
-        policy = policy.allow_origin(origin);
-    }
+    let policy = policy(settings, settings.bind);
     // Metrics on the HTTP listener, unless they have an address of their own.
     let metrics_path = settings
         .metrics
         .as_ref()
         .filter(|m| m.addr.is_none())
         .map(|m| m.path.clone());
+    let defaults = HttpConfig::default();
     HttpConfig {
         path: settings.path.clone(),
         max_body: settings.max_message,
         first_bytes_timeout: settings.read_timeout,
+        idle_timeout: settings.idle_timeout,
+        write_timeout: settings.write_timeout,
+        max_connections: settings.max_connections.unwrap_or(defaults.max_connections),
+        h2_max_concurrent_streams: settings.h2_max_streams,
+        response_memory: settings.response_memory,
         policy,
         metrics_path,
-        ..HttpConfig::default()
+        ..defaults
     }
 }
 
-/// The Host/Origin policy of the separate metrics address: the secure default for it, and the
-/// host names and origins allowed on the MCP endpoint.
-fn metrics_policy(settings: &Settings, addr: SocketAddr) -> OriginPolicy {
+/// The Host/Origin policy of a listener on `addr` (the MCP endpoint's, or the metrics' own): the
+/// secure default for the address, and the host names and origins allowed; `--allowed-host '*'`
+/// accepts any host.
+fn policy(settings: &Settings, addr: SocketAddr) -> OriginPolicy {
     let mut policy = OriginPolicy::for_bind(addr);
     for host in &settings.allowed_hosts {
-        policy = policy.allow_host(host);
+        policy = if host == "*" {
+            policy.allow_any_host()
+        } else {
+            policy.allow_host(host)
+        };
     }
     for origin in &settings.allowed_origins {
         policy = policy.allow_origin(origin);
@@ -304,7 +335,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 let local = listener
                     .local_addr()
                     .context("reading the bound metrics address")?;
-                let service = MetricsService::new(metrics.clone(), metrics_policy(&settings, addr))
+                let service = MetricsService::new(metrics.clone(), policy(&settings, addr))
                     .with_path(&m.path);
                 Some((listener, service, local))
             }
@@ -345,6 +376,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         );
     }
     let config = http_config(&settings);
+    // Which hosts and origins get in, since a request under any other name is refused (403).
+    tracing::info!("accepting {}", config.policy);
     let listener = TcpListener::bind(settings.bind)
         .await
         .with_context(|| format!("binding {}", settings.bind))?;

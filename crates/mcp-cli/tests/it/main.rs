@@ -10,7 +10,7 @@ mod http;
 mod interactive;
 mod json;
 mod legacy;
-mod output;
 mod offers;
+mod output;
 mod serve;
 mod stdio;

@@ -12,8 +12,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use http::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE, HOST, ORIGIN};
-use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri};
+use http::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri, Version};
 use mcp_server::Metrics;
 
 use super::{McpBody, OriginPolicy};
@@ -23,17 +23,13 @@ pub(super) fn answer(
     metrics: Option<&Metrics>,
     policy: &OriginPolicy,
     method: &Method,
+    version: Version,
     uri: &Uri,
     headers: &HeaderMap,
 ) -> Response<McpBody> {
-    let host = headers
-        .get(HOST)
-        .and_then(|h| h.to_str().ok())
-        .or_else(|| uri.authority().map(|a| a.as_str()));
-    let origin = headers.get(ORIGIN).map(HeaderValue::as_bytes);
-    if let Err(why) = policy.check(host, origin) {
-        tracing::debug!(%why, "metrics request refused by the Host/Origin policy");
-        return text(StatusCode::FORBIDDEN, format!("{why}\n"));
+    if let Err(refusal) = policy.check_request(version, uri, headers) {
+        tracing::debug!(why = %refusal.reason, "metrics request refused by the Host/Origin policy");
+        return text(refusal.status, format!("{}\n", refusal.reason));
     }
     if method != Method::GET && method != Method::HEAD {
         let mut response = text(
@@ -136,6 +132,7 @@ impl MetricsService {
             Some(&self.inner.metrics),
             &self.inner.policy,
             request.method(),
+            request.version(),
             request.uri(),
             request.headers(),
         )

@@ -15,11 +15,15 @@
 
 mod body;
 mod h1;
+mod h2;
 mod legacy;
+mod memory;
 mod metrics;
 mod policy;
 mod serve;
 mod stop;
+mod throttle;
+mod timer;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -28,7 +32,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE, HOST, ORIGIN};
+use http::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use mcp_jsonrpc::{ErrorObject, Id};
 use mcp_server::observe::Transport;
@@ -43,7 +47,7 @@ use tokio_util::sync::CancellationToken;
 pub use body::McpBody;
 pub use legacy::LegacyMode;
 pub use metrics::MetricsService;
-pub use policy::OriginPolicy;
+pub use policy::{OriginPolicy, Refusal};
 pub use serve::{ServeError, serve, serve_metrics, serve_with_shutdown, shutdown_signal};
 
 use body::Event;
@@ -75,6 +79,27 @@ pub struct HttpConfig {
     /// how long a request head may take once it has begun, and a body that did not come with its
     /// head (408 after it). Used by [`serve`]; zero waits forever.
     pub first_bytes_timeout: Duration,
+    /// How long a connection may stay open with no request in progress: on HTTP/1.1 between two
+    /// requests, on HTTP/2 while it has no open stream (it is sent GOAWAY then). Used by
+    /// [`serve`]; zero waits forever. The default, 2 minutes, is longer than the 90 s for which
+    /// common HTTP clients (reqwest, Go's) keep an idle connection, so that they are not caught
+    /// sending on a connection the server is closing.
+    pub idle_timeout: Duration,
+    /// How long a response may make no progress, its client reading none of it, before it is
+    /// abandoned and the connection closed (on HTTP/2: before the connection, none of whose
+    /// responses made progress, is closed). Used by [`serve`]; zero waits forever.
+    pub write_timeout: Duration,
+    /// The most bytes that responses larger than 64 KiB may hold at once across the listener
+    /// while their clients read them; a large response beyond it is answered with 503 and a
+    /// `Retry-After` instead. Used by [`serve`].
+    pub response_memory: usize,
+    /// The most connections open at once. A connection accepted beyond it is closed at once
+    /// (and counted), rather than left waiting in the kernel's queue. The default is the process's
+    /// limit of open files less a reserve for the server's own (an eighth of it, at least 64),
+    /// and at most 10,000. Used by [`serve`].
+    pub max_connections: usize,
+    /// The most streams an HTTP/2 client may open at once on one connection. Used by [`serve`].
+    pub h2_max_concurrent_streams: u32,
     /// Where to answer `GET` with the server's metrics ([`Server::metrics`]) in the Prometheus
     /// text format, behind the same Host/Origin policy; `None` (the default) serves none. It must
     /// differ from [`path`](Self::path). To serve them on another address, use [`MetricsService`].
@@ -98,6 +123,11 @@ impl Default for HttpConfig {
             notification_buffer: 256,
             drain: Duration::from_secs(10),
             first_bytes_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(120),
+            write_timeout: Duration::from_secs(30),
+            response_memory: 64 * 1024 * 1024,
+            max_connections: serve::default_max_connections(),
+            h2_max_concurrent_streams: 100,
             metrics_path: None,
             legacy: LegacyMode::Sessions,
             max_sessions: 10_000,
@@ -186,6 +216,7 @@ impl McpService {
                     self.inner.server.metrics(),
                     &config.policy,
                     &parts.method,
+                    parts.version,
                     &parts.uri,
                     &parts.headers,
                 );
@@ -217,15 +248,12 @@ impl McpService {
             probe.rejected(status.as_u16(), method);
             http_error(status, message)
         };
-        let host = parts
-            .headers
-            .get(HOST)
-            .and_then(|h| h.to_str().ok())
-            .or_else(|| parts.uri.authority().map(|a| a.as_str()));
-        let origin = parts.headers.get(ORIGIN).map(HeaderValue::as_bytes);
-        if let Err(why) = config.policy.check(host, origin) {
-            tracing::debug!(%why, "refused by the Host/Origin policy");
-            return refuse(probe, StatusCode::FORBIDDEN, &why);
+        if let Err(refusal) = config
+            .policy
+            .check_request(parts.version, &parts.uri, &parts.headers)
+        {
+            tracing::debug!(why = %refusal.reason, "refused by the Host/Origin policy");
+            return refuse(probe, refusal.status, &refusal.reason);
         }
         if parts.method != Method::POST {
             if let Some(response) = self.legacy_get_or_delete(probe, &parts) {
@@ -572,6 +600,19 @@ fn sse_response(body: McpBody) -> Response<McpBody> {
 fn plain(status: StatusCode) -> Response<McpBody> {
     let mut response = Response::new(McpBody::empty());
     *response.status_mut() = status;
+    response
+}
+
+/// The answer instead of a large response when the listener's response memory is in use
+/// ([`memory`]).
+fn over_memory() -> Response<McpBody> {
+    let mut response = http_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the server holds as many large responses as it may while clients read them; try again shortly",
+    );
+    response
+        .headers_mut()
+        .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
     response
 }
 

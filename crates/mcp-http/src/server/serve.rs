@@ -5,17 +5,21 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use futures_util::FutureExt as _;
 use http::{Request, Response};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioExecutor;
+use mcp_server::observe::{CloseReason, ConnectionStats};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::h1::{self, RequestBody};
+use super::h2;
 use super::stop::{Stop, Watched};
+use super::throttle::{Throttle, throttled_warn};
 use super::{McpBody, McpService, MetricsService};
 
 /// How long a metrics listener lets scrapes in progress finish after shutdown begins.
@@ -24,6 +28,10 @@ const METRICS_DRAIN: Duration = Duration::from_secs(2);
 const METRICS_FIRST_BYTES: Duration = Duration::from_secs(30);
 /// The largest request body the metrics listener reads (its `GET`s have none).
 const METRICS_MAX_BODY: usize = 64 * 1024;
+/// The most connections the metrics listener keeps open: scrapers are few.
+const METRICS_MAX_CONNECTIONS: usize = 64;
+/// The longest back-off after accepting failed for want of resources.
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
 /// Why serving stopped.
 #[derive(Debug, thiserror::Error)]
@@ -44,15 +52,30 @@ pub async fn serve(listener: TcpListener, service: McpService) -> Result<(), Ser
 /// requests in flight finish within the configured drain time, and closes idle connections. It
 /// returns once every connection is closed: those still busy after the drain time are cut off,
 /// which cancels their requests.
+///
+/// The connections are bounded by the [`HttpConfig`](super::HttpConfig) timeouts and limits, and
+/// counted in the server's [`Metrics`](mcp_server::Metrics), if it has them.
 pub async fn serve_with_shutdown(
     listener: TcpListener,
     service: McpService,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
-    let drain = service.config().drain;
-    let first_bytes = service.config().first_bytes_timeout;
-    let max_body = service.config().max_body;
+    let config = service.config();
+    let limits = Limits {
+        drain: config.drain,
+        first_bytes: config.first_bytes_timeout,
+        max_body: config.max_body,
+        idle: config.idle_timeout,
+        write: config.write_timeout,
+        response_memory: config.response_memory as u64,
+        max_connections: config.max_connections,
+        h2_streams: config.h2_max_concurrent_streams,
+    };
     let server = service.server().clone();
+    let stats = server
+        .metrics()
+        .map(mcp_server::Metrics::connections)
+        .unwrap_or_default();
     let handler = move |req: Request<RequestBody>| {
         let svc = service.clone();
         async move { svc.handle(req).await }
@@ -63,9 +86,8 @@ pub async fn serve_with_shutdown(
         handler,
         shutdown,
         move || server.shutdown(),
-        drain,
-        first_bytes,
-        max_body,
+        limits,
+        stats,
     )
     .await
 }
@@ -76,41 +98,105 @@ pub async fn serve_metrics(
     service: MetricsService,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
+    let defaults = super::HttpConfig::default();
+    let limits = Limits {
+        drain: METRICS_DRAIN,
+        first_bytes: METRICS_FIRST_BYTES,
+        max_body: METRICS_MAX_BODY,
+        idle: defaults.idle_timeout,
+        write: defaults.write_timeout,
+        response_memory: defaults.response_memory as u64,
+        max_connections: METRICS_MAX_CONNECTIONS,
+        h2_streams: defaults.h2_max_concurrent_streams,
+    };
     let handler = move |req: Request<RequestBody>| std::future::ready(service.handle(&req));
-    accept_loop(
-        listener,
-        handler,
-        shutdown,
-        || {},
-        METRICS_DRAIN,
-        METRICS_FIRST_BYTES,
-        METRICS_MAX_BODY,
-    )
-    .await
+    // The metrics listener's own connections are not the MCP listener's to count.
+    let stats = Arc::new(ConnectionStats::default());
+    accept_loop(listener, handler, shutdown, || {}, limits, stats).await
+}
+
+/// What a listener and its connections are bounded by.
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    /// How long requests in flight may finish after shutdown begins.
+    drain: Duration,
+    /// How long a new connection may stay silent, and an HTTP/1.1 request take to arrive once
+    /// begun; zero waits forever.
+    first_bytes: Duration,
+    /// The longest HTTP/1.1 body read.
+    max_body: usize,
+    idle: Duration,
+    write: Duration,
+    response_memory: u64,
+    max_connections: usize,
+    h2_streams: u32,
+}
+
+/// The default of [`HttpConfig::max_connections`](super::HttpConfig::max_connections): the limit
+/// of open files less a reserve, within 16 and 10,000.
+pub(super) fn default_max_connections() -> usize {
+    let limit = open_files_limit().unwrap_or(1024);
+    let reserve = (limit / 8).max(64);
+    limit.saturating_sub(reserve).clamp(16, 10_000)
+}
+
+/// The soft limit of open files of this process, from /proc on Linux (`std` has no `getrlimit`).
+fn open_files_limit() -> Option<usize> {
+    let text = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = text.lines().find(|l| l.starts_with("Max open files"))?;
+    let soft = line["Max open files".len()..].split_whitespace().next()?;
+    if soft == "unlimited" {
+        return Some(usize::MAX);
+    }
+    soft.parse().ok()
+}
+
+/// A connection being served: counted in the listener's cap and the metrics until dropped.
+struct Open {
+    count: Arc<AtomicUsize>,
+    stats: Arc<ConnectionStats>,
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.count.fetch_sub(1, Ordering::Relaxed);
+        self.stats.ended();
+    }
 }
 
 /// Accepts connections and serves each with `handler` until `shutdown` resolves; then stops
-/// accepting, calls `on_stop`, and drains within `drain`. A connection that sends nothing within
-/// `first_bytes` (unless zero) is closed, and so is an HTTP/1.1 connection whose request head,
-/// once begun, or whose body, once its head is read, takes longer than that. HTTP/1.1 bodies longer than `max_body` are not read.
+/// accepting, calls `on_stop`, and drains within the drain time. A connection that sends nothing
+/// within the first-bytes time (unless zero) is closed, and so is an HTTP/1.1 connection whose
+/// request head, once begun, or whose body, once its head is read, takes longer than that.
+/// HTTP/1.1 bodies longer than the limit are not read. Beyond the most connections, a new one is
+/// closed at once; when accepting fails for want of file descriptors or memory, the loop backs off
+/// (up to a second) instead of spinning, and says so at most every 10 s.
 async fn accept_loop<H, F>(
     listener: TcpListener,
     handler: H,
     shutdown: impl Future<Output = ()>,
     on_stop: impl FnOnce(),
-    drain: Duration,
-    first_bytes: Duration,
-    max_body: usize,
+    limits: Limits,
+    stats: Arc<ConnectionStats>,
 ) -> Result<(), ServeError>
 where
     H: Fn(Request<RequestBody>) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<McpBody>> + Send + 'static,
 {
     let h1_settings = h1::Settings {
-        max_body,
-        head_timeout: first_bytes,
+        max_body: limits.max_body,
+        head_timeout: limits.first_bytes,
+        idle_timeout: limits.idle,
+        write_timeout: limits.write,
+        response_memory: limits.response_memory,
     };
-    let http2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+    let h2_settings = h2::Settings {
+        idle_timeout: limits.idle,
+        write_timeout: limits.write,
+        response_memory: limits.response_memory,
+    };
+    let mut http2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+    http2.max_concurrent_streams(limits.h2_streams);
     // On shutdown every connection is asked to finish what it serves and close; those still open
     // when the drain time is over are dropped, which closes them and cancels their requests
     // (without this they would run on after this function returned).
@@ -119,6 +205,8 @@ where
     // Connections that have not yet said which protocol they speak are closed as soon as the
     // server stops accepting: they have no request to finish.
     let stopping = CancellationToken::new();
+    let open = Arc::new(AtomicUsize::new(0));
+    let mut backoff = Duration::ZERO;
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -126,14 +214,43 @@ where
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
                 Ok(conn) => conn,
-                Err(e) if transient(&e) => {
-                    // Out of file descriptors and the like: back off instead of spinning or dying.
-                    tracing::warn!(error = %e, "accept failed; retrying");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
+                Err(e) if out_of_resources(&e) => {
+                    // Out of file descriptors or memory: back off instead of spinning or dying;
+                    // connections that end meanwhile give some back.
+                    stats.accept_error();
+                    backoff = (backoff * 2).clamp(Duration::from_millis(10), MAX_BACKOFF);
+                    static WARN: Throttle = Throttle::new();
+                    throttled_warn!(WARN, error = %e, ?backoff, "accepting a connection failed; backing off");
+                    tokio::select! {
+                        biased;
+                        () = &mut shutdown => break,
+                        () = tokio::time::sleep(backoff) => continue,
+                    }
                 }
+                // The client gave up before it was accepted, and the like: nothing to wait for.
+                Err(e) if transient(&e) => continue,
                 Err(e) => return Err(ServeError::Listener(e)),
             },
+        };
+        backoff = Duration::ZERO;
+        if open.load(Ordering::Relaxed) >= limits.max_connections {
+            // At the cap: close it now rather than leave it in the kernel's queue, where the
+            // client would wait without knowing.
+            drop(stream);
+            stats.refused();
+            static WARN: Throttle = Throttle::new();
+            throttled_warn!(
+                WARN,
+                max_connections = limits.max_connections,
+                "refused a connection: the most connections allowed are open"
+            );
+            continue;
+        }
+        open.fetch_add(1, Ordering::Relaxed);
+        stats.opened();
+        let guard = Open {
+            count: open.clone(),
+            stats: stats.clone(),
         };
         // Small JSON-RPC messages must not wait for Nagle's algorithm.
         if let Err(e) = stream.set_nodelay(true) {
@@ -143,35 +260,33 @@ where
         let http2 = http2.clone();
         let (stop, stopping) = (stop.clone(), stopping.clone());
         connections.spawn(async move {
+            let _open = guard;
             let version = tokio::select! {
-                v = sniff_within(&stream, first_bytes) => v,
+                v = sniff_within(&stream, limits.first_bytes) => v,
                 () = stopping.cancelled() => return,
             };
-            // `Watched` keeps each connection on the heap, so that the task does not hold it
-            // twice (once as captured and once while awaiting it).
             match version {
                 Ok(Version::H1) => {
-                    // The connection reads the stop signal itself, between requests.
-                    let conn = h1::serve(stream, handler, stop.clone(), h1_settings);
+                    let stats = _open.stats.clone();
+                    // The connection reads the stop signal itself, between requests. `Watched`
+                    // keeps it on the heap, so that the task does not hold it twice (once as
+                    // captured and once while awaiting it).
+                    let conn = h1::serve(stream, handler, stop.clone(), h1_settings, stats);
                     if let Some(Err(e)) = Watched::new(conn, |_: Pin<&mut _>| {}, stop).await {
                         trace_conn_error(peer, &e);
                     }
                 }
                 Ok(Version::H2) => {
-                    // hyper keeps the box it puts each request's future in for the stream's whole
-                    // life, so the future it sees is a pointer: the request's own state is
-                    // allocated per request and freed with it.
-                    let service = hyper::service::service_fn(move |req: Request<_>| {
-                        Box::pin(handler(req.map(RequestBody::Hyper)))
-                            .map(Ok::<_, std::convert::Infallible>)
-                    });
-                    let conn = http2.serve_connection(TokioIo::new(stream), service);
-                    let watched = Watched::new(conn, |c: Pin<&mut _>| c.graceful_shutdown(), stop);
-                    if let Some(Err(e)) = watched.await {
-                        trace_conn_error(peer, &e);
+                    let stats = _open.stats.clone();
+                    let conn = h2::serve(stream, handler, &http2, stop, h2_settings, stats);
+                    if let Some(Err(e)) = conn.await {
+                        trace_conn_error(peer, &*e);
                     }
                 }
                 Err(e) => {
+                    if e.kind() == std::io::ErrorKind::TimedOut {
+                        _open.stats.closed(CloseReason::ReadTimeout);
+                    }
                     tracing::debug!(%peer, error = %e, "connection closed before its first request");
                 }
             }
@@ -182,12 +297,12 @@ where
     on_stop();
     stop.drain();
     connections.close();
-    if tokio::time::timeout(drain, connections.wait())
+    if tokio::time::timeout(limits.drain, connections.wait())
         .await
         .is_err()
     {
         tracing::warn!(
-            ?drain,
+            drain = ?limits.drain,
             "connections still open after the drain time; closing them"
         );
         stop.cut_off();
@@ -218,32 +333,69 @@ async fn sniff_within(stream: &tokio::net::TcpStream, limit: Duration) -> std::i
 /// Which protocol the client speaks, read with `peek` so that nothing is consumed: the connection
 /// is then read from its first byte, with no rewinding wrapper in between.
 /// An HTTP/1.1 request differs from the preface by its second byte at the latest.
+///
+/// A preface split across packets leaves bytes in the socket that a `peek` sees again at once, so
+/// peeking in a loop would spin (one wake-up per millisecond per connection, when it slept in
+/// between). Instead, the readiness the runtime recorded is cleared after a peek that saw only
+/// part of the preface, and the task sleeps until the kernel reports new bytes (or the peer's
+/// closing). Clearing is safe from the race with bytes that arrive meanwhile: tokio clears only
+/// the readiness event the peek saw, not a newer one.
 async fn sniff(stream: &tokio::net::TcpStream) -> std::io::Result<Version> {
-    let mut buf = [0u8; H2_PREFACE.len()];
+    use tokio::io::Interest;
     loop {
-        let n = stream.peek(&mut buf).await?;
-        if n == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        let ready = stream.ready(Interest::READABLE).await?;
+        match stream.try_io(Interest::READABLE, || peek_version(stream)) {
+            Ok(version) => return Ok(version),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                // Part of the preface and then the peer's end of sending: no preface will come.
+                if ready.is_read_closed() {
+                    return Err(std::io::ErrorKind::UnexpectedEof.into());
+                }
+            }
+            Err(e) => return Err(e),
         }
-        if buf[..n] != H2_PREFACE[..n] {
-            return Ok(Version::H1);
-        }
-        if n == H2_PREFACE.len() {
-            return Ok(Version::H2);
-        }
-        // A preface split across packets: wait for the rest to arrive.
-        tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }
 
+/// Peeks at what has arrived without waiting: `WouldBlock` when it is nothing, or only part of
+/// the preface.
+fn peek_version(stream: &tokio::net::TcpStream) -> std::io::Result<Version> {
+    let mut buf = [0u8; H2_PREFACE.len()];
+    let mut read = tokio::io::ReadBuf::new(&mut buf);
+    // The caller waits for readiness itself; this context only lets `poll_peek` run once.
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let n = match stream.poll_peek(&mut cx, &mut read) {
+        std::task::Poll::Ready(n) => n?,
+        std::task::Poll::Pending => return Err(std::io::ErrorKind::WouldBlock.into()),
+    };
+    let seen = read.filled();
+    if n == 0 {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
+    }
+    if seen != &H2_PREFACE[..n] {
+        return Ok(Version::H1);
+    }
+    if n == H2_PREFACE.len() {
+        return Ok(Version::H2);
+    }
+    Err(std::io::ErrorKind::WouldBlock.into())
+}
+
+/// Accepting failed for want of resources that connections ending give back: file descriptors
+/// (EMFILE, ENFILE), buffers (ENOBUFS) or memory (ENOMEM).
+fn out_of_resources(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::OutOfMemory
+        || e.raw_os_error()
+            .is_some_and(|code| matches!(code, 12 | 23 | 24 | 105))
+}
+
+/// Accepting failed for this connection only.
 fn transient(e: &std::io::Error) -> bool {
     use std::io::ErrorKind::*;
     matches!(
         e.kind(),
         ConnectionAborted | ConnectionReset | Interrupted | WouldBlock | TimedOut
-    ) || e
-        .raw_os_error()
-        .is_some_and(|code| code == 24 || code == 23)
+    )
 }
 
 fn trace_conn_error(peer: SocketAddr, e: &(dyn std::error::Error + 'static)) {
@@ -328,5 +480,38 @@ mod tests {
         let (client, server) = pair().await;
         drop(client);
         assert!(sniff(&server).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_partial_preface_is_waited_for_without_waking() {
+        let (mut client, server) = pair().await;
+        client.write_all(b"P").await.expect("write");
+        // Count the times the sniffer runs while the rest does not come: it must sleep until new
+        // bytes arrive, not look again and again.
+        let mut sniffing = std::pin::pin!(sniff(&server));
+        let mut polls = 0;
+        let counted = std::future::poll_fn(|cx| {
+            polls += 1;
+            sniffing.as_mut().poll(cx)
+        });
+        let waited = tokio::time::timeout(Duration::from_millis(300), counted).await;
+        assert!(waited.is_err(), "no protocol can be told from one byte");
+        assert!(polls <= 3, "the sniffer woke {polls} times in 300 ms");
+        // The rest arrives: it wakes, and the connection is h2.
+        client.write_all(&H2_PREFACE[1..]).await.expect("write");
+        assert!(matches!(sniff(&server).await, Ok(Version::H2)));
+    }
+
+    #[tokio::test]
+    async fn a_partial_preface_then_closing_is_an_error_at_once() {
+        let (mut client, server) = pair().await;
+        client.write_all(b"PRI * HTTP").await.expect("write");
+        client.shutdown().await.expect("shutdown");
+        let sniffed = tokio::time::timeout(Duration::from_secs(5), sniff(&server)).await;
+        assert!(
+            matches!(sniffed, Ok(Err(_))),
+            "{:?}",
+            sniffed.map(|r| r.is_ok())
+        );
     }
 }

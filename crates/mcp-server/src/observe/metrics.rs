@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use mcp_jsonrpc::{Id, code};
 
+use super::connections::ConnectionStats;
 use super::{
     ListenRecord, MethodKind, NotificationKind, NotificationRecord, RequestObserver,
     RequestOutcome, RequestRecord, Target, Transport,
@@ -105,6 +106,8 @@ const NOTIFICATIONS: [NotificationKind; 2] = [NotificationKind::Cancelled, Notif
 /// | `mcp_requests_in_flight` | gauge | |
 /// | `mcp_listen_streams_open` | gauge | |
 /// | `mcp_listen_streams_total` | counter | |
+///
+/// and the HTTP connection series of [`ConnectionStats`], which the transport keeps.
 ///
 /// `method` is one of the spec's request methods or `other`; `code` one of the spec's error codes
 /// or `other`; `status` one of 400, 403, 405, 406, 413, 415 or `other`.
@@ -214,6 +217,8 @@ pub(crate) struct Registry {
     tool_errors: RwLock<BTreeMap<Box<str>, AtomicU64>>,
     /// Gauge families whose values other components keep, read at each render.
     external: RwLock<Vec<External>>,
+    /// The HTTP listener's connections, kept by the transport.
+    connections: Arc<ConnectionStats>,
 }
 
 /// Reports a gauge family's series: calls its argument once per series, with the label values
@@ -241,6 +246,7 @@ impl Default for Registry {
             listen_total: AtomicU64::new(0),
             tool_errors: RwLock::new(BTreeMap::new()),
             external: RwLock::new(Vec::new()),
+            connections: Arc::default(),
         }
     }
 }
@@ -387,7 +393,7 @@ impl RequestObserver for Metrics {
 }
 
 /// Writes `# HELP` and `# TYPE` for a family. Help texts are ours: no backslash or newline.
-fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+pub(super) fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
@@ -460,6 +466,12 @@ impl Metrics {
                 labels,
                 read: Box::new(read),
             });
+    }
+
+    /// The connection counters an HTTP transport keeps (`mcp-http`'s accept loop does), rendered
+    /// with the rest.
+    pub fn connections(&self) -> Arc<ConnectionStats> {
+        self.inner.connections.clone()
     }
 
     /// Every metric in the Prometheus text exposition format, version 0.0.4 (serve it with
@@ -645,6 +657,7 @@ impl Metrics {
                 let _ = writeln!(out, " {value}");
             });
         }
+        r.connections.render_into(out);
     }
 }
 

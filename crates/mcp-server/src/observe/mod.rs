@@ -26,6 +26,7 @@
 //! # }
 //! ```
 
+mod connections;
 mod log;
 mod metrics;
 mod probe;
@@ -37,6 +38,7 @@ use mcp_jsonrpc::{Id, RawValue};
 
 use crate::Outcome;
 
+pub use connections::{CloseReason, ConnectionStats};
 pub use log::{LOG_TARGET, RequestLog};
 pub use metrics::{CONTENT_TYPE, Metrics};
 pub use probe::RequestProbe;

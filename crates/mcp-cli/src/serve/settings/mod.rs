@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use mcp_fs::{FsLimits, RootConfig};
+use mcp_http::server::HttpConfig;
 use mcp_sql::{DEFAULT_DATABASE, DatabaseConfig, Limits, PostgresConfig, SqliteConfig};
 
 use super::ServeArgs;
@@ -32,6 +33,8 @@ const DEFAULT_PATH: &str = "/mcp";
 const DEFAULT_MAX_MESSAGE: usize = 4 * 1024 * 1024;
 const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
 const DEFAULT_METRICS_PATH: &str = "/metrics";
+/// The least response memory: room for one large response of a few hundred kilobytes.
+const MIN_RESPONSE_MEMORY: usize = 1024 * 1024;
 
 /// Everything `mcp serve` needs, resolved and checked.
 #[derive(Debug)]
@@ -44,6 +47,16 @@ pub(crate) struct Settings {
     pub max_message: usize,
     /// How long a new HTTP connection may stay silent, and a request take to arrive once begun.
     pub read_timeout: Duration,
+    /// How long an HTTP connection may wait for its next request (HTTP/2: with no open stream).
+    pub idle_timeout: Duration,
+    /// How long a response may make no progress before it is abandoned.
+    pub write_timeout: Duration,
+    /// The most HTTP connections open at once; `None`: from the limit of open files.
+    pub max_connections: Option<usize>,
+    /// The most concurrent streams on one HTTP/2 connection.
+    pub h2_max_streams: u32,
+    /// The most bytes large responses may hold at once while clients read them.
+    pub response_memory: usize,
     pub name: String,
     pub instructions: Option<String>,
     pub state_key: Option<KeyFile>,
@@ -180,6 +193,32 @@ pub(crate) fn resolve(
         (Some(d), _) => check_positive(d, "--read-timeout")?,
         (None, Some(s)) => check_positive(s.0, "http.read_timeout")?,
         (None, None) => DEFAULT_READ_TIMEOUT,
+    };
+    let http_defaults = HttpConfig::default();
+    let idle_timeout = match (args.idle_timeout, &file.http.idle_timeout) {
+        (Some(d), _) => check_positive(d, "--idle-timeout")?,
+        (None, Some(s)) => check_positive(s.0, "http.idle_timeout")?,
+        (None, None) => http_defaults.idle_timeout,
+    };
+    let write_timeout = match (args.write_timeout, &file.http.write_timeout) {
+        (Some(d), _) => check_positive(d, "--write-timeout")?,
+        (None, Some(s)) => check_positive(s.0, "http.write_timeout")?,
+        (None, None) => http_defaults.write_timeout,
+    };
+    let max_connections = match (args.max_connections, file.http.max_connections) {
+        (Some(n), _) => Some(check_min(n, 1, "--max-connections")?),
+        (None, Some(n)) => Some(check_min(n, 1, "http.max_connections")?),
+        (None, None) => None,
+    };
+    let h2_max_streams = match (args.h2_max_streams, file.http.h2_max_streams) {
+        (Some(n), _) => check_min(n, 1, "--h2-max-streams")?,
+        (None, Some(n)) => check_min(n, 1, "http.h2_max_streams")?,
+        (None, None) => http_defaults.h2_max_concurrent_streams,
+    };
+    let response_memory = match (args.response_memory, file.http.response_memory) {
+        (Some(n), _) => check_min(n, MIN_RESPONSE_MEMORY, "--response-memory")?,
+        (None, Some(n)) => check_min(n, MIN_RESPONSE_MEMORY, "http.response_memory")?,
+        (None, None) => http_defaults.response_memory,
     };
 
     // Identity and the state key.
@@ -408,6 +447,11 @@ pub(crate) fn resolve(
         allowed_origins,
         max_message,
         read_timeout,
+        idle_timeout,
+        write_timeout,
+        max_connections,
+        h2_max_streams,
+        response_memory,
         name,
         instructions: file.server.instructions.clone(),
         state_key,

@@ -110,6 +110,76 @@ fn used_approvals_are_recorded_in_the_data_folder_unless_a_ledger_is_given() {
 }
 
 #[test]
+fn connection_limits_come_from_the_flags_over_the_file_over_the_defaults() {
+    let s = resolve_with(&[], None).unwrap();
+    let defaults = HttpConfig::default();
+    assert_eq!(s.idle_timeout, Duration::from_secs(120));
+    assert_eq!(s.write_timeout, Duration::from_secs(30));
+    assert_eq!(s.max_connections, None);
+    assert_eq!(s.h2_max_streams, defaults.h2_max_concurrent_streams);
+    assert_eq!(s.response_memory, 64 * 1024 * 1024);
+    let file = "[http]\nidle_timeout = \"5s\"\nwrite_timeout = 7\nmax_connections = 300\n\
+                h2_max_streams = 8\nresponse_memory = 2097152\n";
+    let s = resolve_with(&[], Some(file)).unwrap();
+    assert_eq!(
+        (s.idle_timeout, s.write_timeout),
+        (Duration::from_secs(5), Duration::from_secs(7))
+    );
+    assert_eq!(
+        (s.max_connections, s.h2_max_streams, s.response_memory),
+        (Some(300), 8, 2 * 1024 * 1024)
+    );
+    let s = resolve_with(
+        &[
+            "--idle-timeout",
+            "500ms",
+            "--write-timeout",
+            "1s",
+            "--max-connections",
+            "9",
+            "--h2-max-streams",
+            "3",
+            "--response-memory",
+            "1048576",
+        ],
+        Some(file),
+    )
+    .unwrap();
+    assert_eq!(
+        (s.idle_timeout, s.write_timeout),
+        (Duration::from_millis(500), Duration::from_secs(1))
+    );
+    assert_eq!(
+        (s.max_connections, s.h2_max_streams, s.response_memory),
+        (Some(9), 3, 1024 * 1024)
+    );
+    for (flags, error) in [
+        (
+            ["--idle-timeout", "0s"],
+            "--idle-timeout: must be more than zero",
+        ),
+        (
+            ["--write-timeout", "0"],
+            "--write-timeout: must be more than zero",
+        ),
+        (
+            ["--max-connections", "0"],
+            "--max-connections: must be at least 1",
+        ),
+        (
+            ["--h2-max-streams", "0"],
+            "--h2-max-streams: must be at least 1",
+        ),
+        (
+            ["--response-memory", "65536"],
+            "--response-memory: must be at least 1048576",
+        ),
+    ] {
+        assert_eq!(resolve_with(&flags, None).unwrap_err(), error);
+    }
+}
+
+#[test]
 fn no_flags_serve_the_sample_on_loopback() {
     let s = resolve_with(&[], None).unwrap();
     assert!(!s.stdio);
@@ -421,6 +491,18 @@ fn bad_values_name_their_key() {
         (
             "[http]\nread_timeout = \"0s\"\n",
             "http.read_timeout: must be more than zero",
+        ),
+        (
+            "[http]\nidle_timeout = 0\n",
+            "http.idle_timeout: must be more than zero",
+        ),
+        (
+            "[http]\nmax_connections = 0\n",
+            "http.max_connections: must be at least 1",
+        ),
+        (
+            "[http]\nresponse_memory = 1000\n",
+            "http.response_memory: must be at least 1048576",
         ),
         (
             "[limits]\nmax_rows = 0\n",

@@ -4,7 +4,9 @@
 
 mod approvals;
 mod config;
+mod connections;
 mod files;
+mod host_policy;
 mod limits;
 mod observe;
 mod postgres;

@@ -94,6 +94,27 @@ impl Serve {
         for (name, value) in env {
             command.env(name, value);
         }
+        Self::spawn(command, data_dir)
+    }
+
+    /// `mcp serve --http 127.0.0.1:0 ARGS` allowed at most `files` open file descriptors (run
+    /// through `prlimit`, which sets the limit and then becomes the server).
+    #[track_caller]
+    pub fn start_with_file_limit(data_dir: &Path, files: u32, args: &[&str]) -> Serve {
+        let mut command = Command::new("prlimit");
+        command
+            .arg(format!("--nofile={files}:{files}"))
+            .arg("--")
+            .arg(mcp_path())
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(args)
+            .env_remove("MCP_LOG")
+            .env("NO_COLOR", "1");
+        Self::spawn(command, data_dir)
+    }
+
+    #[track_caller]
+    fn spawn(mut command: Command, data_dir: &Path) -> Serve {
         let mut child = command
             .env("MCP_DATA_DIR", data_dir)
             .stdin(Stdio::null())
@@ -277,12 +298,18 @@ pub fn http(url: &str, method: &str, headers: &[(&str, &str)], body: &str) -> Ht
     }
     request.push_str("\r\n");
     request.push_str(body);
+    raw_http(authority, request.as_bytes())
+}
+
+/// Sends `request` byte for byte to `authority` over a fresh connection and reads the answer
+/// until the server closes the connection.
+pub fn raw_http(authority: &str, request: &[u8]) -> HttpReply {
     let mut stream = std::net::TcpStream::connect(authority)
         .unwrap_or_else(|e| panic!("connect to {authority}: {e}"));
     stream
         .set_read_timeout(Some(PATIENCE))
         .expect("a read timeout");
-    stream.write_all(request.as_bytes()).expect("send");
+    stream.write_all(request).expect("send");
     let mut response = String::new();
     stream.read_to_string(&mut response).expect("read");
     let (head, body) = response

@@ -19,7 +19,11 @@
 //! - `Expect: 100-continue` (the interim response is sent when the body is read); other
 //!   expectations get 417;
 //! - a head that has started must be complete within the head timeout (408), and so must a body
-//!   that did not come whole with its head.
+//!   that did not come whole with its head;
+//! - the next request must begin within the idle timeout, or the connection is closed; a response
+//!   that makes no progress (the client reads none of it) for the write timeout is abandoned and
+//!   the connection closed; a large response is refused with 503 when the listener's response
+//!   memory is in use.
 //!
 //! A body longer than the endpoint's limit is not read: the endpoint sees its declared size (and
 //! answers 413 after its earlier checks), and the connection closes after the answer. A client that
@@ -37,8 +41,12 @@ use http::{Method, Request, Response, StatusCode, Version};
 use http_body::{Body, Frame, SizeHint};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+use mcp_server::observe::{CloseReason, ConnectionStats};
 
 use super::stop::Stop;
+use super::timer::Deadline;
 use super::{BoxError, McpBody};
 
 mod request;
@@ -100,6 +108,21 @@ pub(crate) struct Settings {
     pub(crate) max_body: usize,
     /// How long a request head may take to arrive once its first bytes have; zero waits forever.
     pub(crate) head_timeout: Duration,
+    /// How long the connection may wait for the next request; zero waits forever.
+    pub(crate) idle_timeout: Duration,
+    /// How long a response may make no progress before it is abandoned; zero waits forever.
+    pub(crate) write_timeout: Duration,
+    /// The most bytes large responses may hold across the listener (see [`super::memory`]).
+    pub(crate) response_memory: u64,
+}
+
+/// What writing a response needs besides the socket: the connection's timer, its limits and the
+/// listener's counters.
+pub(super) struct Out {
+    timer: Deadline,
+    write_timeout: Duration,
+    response_memory: u64,
+    stats: Arc<ConnectionStats>,
 }
 
 /// Why a connection ends early.
@@ -124,24 +147,45 @@ pub(crate) async fn serve<H, F>(
     handler: H,
     stop: Arc<Stop>,
     settings: Settings,
+    stats: Arc<ConnectionStats>,
 ) -> io::Result<()>
 where
     H: Fn(Request<RequestBody>) -> F,
     F: Future<Output = Response<McpBody>> + Send + 'static,
 {
     let mut buf = BytesMut::new();
+    let mut out = Out {
+        timer: Deadline::default(),
+        write_timeout: settings.write_timeout,
+        response_memory: settings.response_memory,
+        stats,
+    };
     loop {
         if buf.is_empty() {
-            // Idle between requests: hold no buffer while waiting for the next one.
+            // Idle between requests: hold no buffer while waiting for the next one. The timer is
+            // looked at only if the next request is not already here.
+            let mut due = None;
             let next = poll_fn(|cx| {
                 if stop.is_draining() {
-                    return Poll::Ready(Ok(false));
+                    return Poll::Ready(Ok(Idle::Stop));
                 }
-                io.poll_read_ready(cx).map_ok(|()| true)
+                if let Poll::Ready(ready) = io.poll_read_ready(cx) {
+                    return Poll::Ready(ready.map(|()| Idle::Request));
+                }
+                if settings.idle_timeout.is_zero() {
+                    return Poll::Pending;
+                }
+                let due = *due.get_or_insert_with(|| Instant::now() + settings.idle_timeout);
+                out.timer.poll_until(due, cx).map(|()| Ok(Idle::Expired))
             })
             .await?;
-            if !next {
-                return Ok(());
+            match next {
+                Idle::Request => {}
+                Idle::Stop => return Ok(()),
+                Idle::Expired => {
+                    out.stats.closed(CloseReason::Idle);
+                    return shut(&mut io).await;
+                }
             }
         }
         let (head, body, in_sync) = match request::read(&mut io, &mut buf, settings).await {
@@ -150,9 +194,12 @@ where
             Err(Fail::Io(e)) => return Err(e),
             Err(Fail::Refuse(status, why)) => {
                 tracing::debug!(%status, why, "refused an HTTP/1.1 request");
+                if status == StatusCode::REQUEST_TIMEOUT {
+                    out.stats.closed(CloseReason::ReadTimeout);
+                }
                 let response = super::http_error(status, why);
                 let (parts, body) = response.into_parts();
-                response::write(&mut io, &parts, body, true, false, false).await?;
+                response::write(&mut io, &mut out, &parts, body, true, false, false).await?;
                 return shut_lingering(&mut io).await;
             }
         };
@@ -185,7 +232,8 @@ where
         drop(handling);
         let close = !keep_alive || !in_sync || stop.is_draining();
         let (parts, body) = response.into_parts();
-        let close = response::write(&mut io, &parts, body, close, head_only, http10).await?;
+        let close =
+            response::write(&mut io, &mut out, &parts, body, close, head_only, http10).await?;
         if !in_sync {
             return shut_lingering(&mut io).await;
         }
@@ -193,6 +241,16 @@ where
             return shut(&mut io).await;
         }
     }
+}
+
+/// How the wait between requests ended.
+enum Idle {
+    /// Bytes arrived: the next request.
+    Request,
+    /// The server stops.
+    Stop,
+    /// The idle timeout passed.
+    Expired,
 }
 
 async fn shut(io: &mut TcpStream) -> io::Result<()> {

@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::io::AsyncReadExt as _;
 use tokio::net::TcpListener;
 
+use mcp_server::observe::{CloseReason, ConnectionStats};
+
 use super::super::body::Event;
 use super::super::stop::Watched;
 use super::*;
@@ -14,7 +16,12 @@ use super::*;
 const SETTINGS: Settings = Settings {
     max_body: 64,
     head_timeout: Duration::from_secs(5),
+    idle_timeout: Duration::from_secs(60),
+    write_timeout: Duration::from_secs(5),
+    response_memory: 64 * 1024 * 1024,
 };
+/// The body `/huge` answers with: more than the loopback socket buffers of both ends hold.
+const BIG: usize = 32 * 1024 * 1024;
 /// For the tests of the head and body timeouts.
 const SHORT_TIMEOUT: Settings = Settings {
     head_timeout: Duration::from_millis(200),
@@ -39,6 +46,7 @@ async fn handle(request: Request<RequestBody>, dropped: Arc<AtomicBool>) -> Resp
             let guard = tokio_util::sync::CancellationToken::new().drop_guard();
             Response::new(McpBody::events(first, rx, None, guard))
         }
+        "/huge" => Response::new(McpBody::full(vec![b'x'; BIG])),
         "/hang" => {
             struct SetOnDrop(Arc<AtomicBool>);
             impl Drop for SetOnDrop {
@@ -72,18 +80,33 @@ async fn start(
     Arc<AtomicBool>,
     tokio::task::JoinHandle<()>,
 ) {
+    let (addr, stop, dropped, _stats, task) = start_counted(settings).await;
+    (addr, stop, dropped, task)
+}
+
+/// [`start`], with the connection's counters.
+async fn start_counted(
+    settings: Settings,
+) -> (
+    SocketAddr,
+    Arc<Stop>,
+    Arc<AtomicBool>,
+    Arc<ConnectionStats>,
+    tokio::task::JoinHandle<()>,
+) {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let stop = Stop::new();
     let dropped = Arc::new(AtomicBool::new(false));
-    let (task_stop, flag) = (stop.clone(), dropped.clone());
+    let stats = Arc::new(ConnectionStats::default());
+    let (task_stop, flag, task_stats) = (stop.clone(), dropped.clone(), stats.clone());
     let task = tokio::spawn(async move {
         let (stream, _) = listener.accept().await.expect("accept");
         let handler = move |r| handle(r, flag.clone());
-        let conn = serve(stream, handler, task_stop.clone(), settings);
+        let conn = serve(stream, handler, task_stop.clone(), settings, task_stats);
         let _ = Watched::new(conn, |_: Pin<&mut _>| {}, task_stop).await;
     });
-    (addr, stop, dropped, task)
+    (addr, stop, dropped, stats, task)
 }
 
 async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {
@@ -443,6 +466,70 @@ async fn an_idle_connection_closes_when_the_server_drains() {
 }
 
 /// Runs `f` on a runtime of its own (a proptest case is synchronous).
+#[tokio::test]
+async fn an_idle_connection_closes_after_the_idle_timeout() {
+    let settings = Settings {
+        idle_timeout: Duration::from_millis(300),
+        ..SETTINGS
+    };
+    let (addr, _stop, _dropped, stats, _task) = start_counted(settings).await;
+    let mut client = answered_once(addr).await;
+    // Requests that keep coming within the idle timeout keep the connection.
+    for i in 0..4 {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        let body = format!("again{i}");
+        client
+            .write_all(post("/a", "", &body).as_bytes())
+            .await
+            .expect("write");
+        read_until(&mut client, &body).await;
+    }
+    let started = tokio::time::Instant::now();
+    assert_eq!(
+        read_to_close(&mut client).await,
+        "",
+        "closed without a word"
+    );
+    assert!(started.elapsed() >= Duration::from_millis(250));
+    assert_eq!(stats.closed_for(CloseReason::Idle), 1);
+}
+
+#[tokio::test]
+async fn a_client_that_stops_reading_is_dropped_after_the_write_timeout() {
+    let settings = Settings {
+        write_timeout: Duration::from_millis(300),
+        ..SETTINGS
+    };
+    let (addr, _stop, _dropped, stats, task) = start_counted(settings).await;
+    let mut client = TcpStream::connect(addr).await.expect("connect");
+    client
+        .write_all(b"GET /huge HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .expect("write");
+    // The client reads nothing: the server gives up, closes, and lets the body's memory go.
+    within("the connection to end", task).await.expect("joins");
+    assert_eq!(stats.closed_for(CloseReason::WriteTimeout), 1);
+    assert_eq!(stats.response_bytes_held(), 0);
+}
+
+#[tokio::test]
+async fn a_large_response_without_memory_left_gets_503() {
+    let settings = Settings {
+        response_memory: BIG as u64 - 1,
+        ..SETTINGS
+    };
+    let (addr, _stop, _dropped, stats, _task) = start_counted(settings).await;
+    let mut client = TcpStream::connect(addr).await.expect("connect");
+    client
+        .write_all(b"GET /huge HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .expect("write");
+    let out = read_to_close(&mut client).await;
+    assert_eq!(statuses(&out), ["503"], "{out}");
+    assert!(out.contains("retry-after: 1\r\n"), "{out}");
+    assert_eq!(stats.response_bytes_held(), 0);
+}
+
 fn block_on<T>(f: impl Future<Output = T>) -> T {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()

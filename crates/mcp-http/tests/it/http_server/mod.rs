@@ -11,6 +11,7 @@ mod envelope;
 mod fixture;
 mod harness;
 mod legacy;
+mod limits;
 mod listen;
 mod load;
 mod observe;

@@ -6,7 +6,7 @@ use mcp_http::server::{HttpConfig, OriginPolicy};
 use serde_json::{Value, json};
 
 use super::fixture::full_server;
-use super::harness::{Post, TestServer, test_config};
+use super::harness::{Client, Post, TestServer, meta, raw_exchange, raw_request, test_config};
 
 fn discover(id: i64) -> Post {
     Post::call(id, "server/discover", json!({}))
@@ -149,6 +149,95 @@ async fn the_host_must_be_a_loopback_name() {
         let reply = srv.send(&discover(2).header("Host", &host)).await;
         reply.result(json!(2));
     }
+}
+
+/// A `server/discover` request's body, and its standard header lines, for raw requests.
+fn raw_discover() -> (String, [&'static str; 2]) {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                      "params": {"_meta": meta()}})
+    .to_string();
+    (
+        body,
+        [
+            "MCP-Protocol-Version: 2026-07-28",
+            "Mcp-Method: server/discover",
+        ],
+    )
+}
+
+/// Hosts are parsed exactly: an IP literal followed by anything but a port is malformed (400), not
+/// `[::1]`; an origin like it is not allowed (403); a second `Origin` is refused (403), not read
+/// for its first value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bracketed_host_with_a_tail_or_a_second_origin_is_refused() {
+    let srv = TestServer::start().await;
+    for host in ["[::1].evil.com", "[::1]evil.com:80", "[::1]:80.evil.com"] {
+        let reply = srv.send(&discover(1).header("Host", host)).await;
+        reply.refused(StatusCode::BAD_REQUEST);
+    }
+    let reply = srv
+        .send(&discover(1).header("Origin", "http://[::1].evil.com:80"))
+        .await;
+    reply.refused(StatusCode::FORBIDDEN);
+    let (body, [version, method]) = raw_discover();
+    let twice = raw_request(
+        &srv.authority(),
+        &[
+            version,
+            method,
+            "Origin: http://localhost",
+            "Origin: http://evil.example.com",
+        ],
+        &body,
+    );
+    raw_exchange(srv.addr, &twice)
+        .await
+        .refused(StatusCode::FORBIDDEN);
+    let once = raw_request(
+        &srv.authority(),
+        &[version, method, "Origin: http://localhost"],
+        &body,
+    );
+    raw_exchange(srv.addr, &once).await.result(json!(1));
+}
+
+/// RFC 9112 §3.2.2: with an absolute-form request target, the target's authority is the host and
+/// `Host` is ignored, so the target is what the policy checks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_absolute_form_target_is_the_host() {
+    let srv = TestServer::start().await;
+    let (body, lines) = raw_discover();
+    let absolute = |target: &str| {
+        String::from_utf8(raw_request(&srv.authority(), &lines, &body))
+            .unwrap()
+            .replacen("POST /mcp ", &format!("POST {target} "), 1)
+    };
+    let foreign = absolute("http://evil.example.com/mcp");
+    raw_exchange(srv.addr, foreign.as_bytes())
+        .await
+        .refused(StatusCode::FORBIDDEN);
+    let local = absolute(&format!("http://localhost:{}/mcp", srv.addr.port()));
+    raw_exchange(srv.addr, local.as_bytes())
+        .await
+        .result(json!(1));
+}
+
+/// RFC 9113 §8.3.1: on HTTP/2 a `Host` that differs from `:authority` makes the request
+/// malformed, whichever of the two is the foreign one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_h2_a_host_that_differs_from_the_authority_is_refused() {
+    let srv = TestServer::start().await;
+    let mut client = Client::h2(srv.addr).await;
+    let reply = client
+        .send(&discover(1).header("Host", "evil.example.com"))
+        .await;
+    reply.refused(StatusCode::BAD_REQUEST);
+    let reply = client
+        .send(&discover(2).header("Host", &srv.authority()))
+        .await;
+    reply.result(json!(2));
+    let reply = client.send(&discover(3)).await;
+    reply.result(json!(3));
 }
 
 /// Behind a reverse proxy that forwards the public host name, `allow_host` is the one setting a

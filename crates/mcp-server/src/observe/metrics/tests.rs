@@ -265,7 +265,14 @@ fn fresh_metrics_render_valid_text_with_the_fixed_series() {
     assert_eq!(
         families.keys().map(String::as_str).collect::<Vec<_>>(),
         [
+            "mcp_http_accept_errors_total",
+            "mcp_http_connections_closed_total",
+            "mcp_http_connections_open",
+            "mcp_http_connections_refused_total",
+            "mcp_http_connections_total",
             "mcp_http_rejections_total",
+            "mcp_http_response_bytes_held",
+            "mcp_http_responses_over_memory_total",
             "mcp_jsonrpc_errors_total",
             "mcp_listen_streams_open",
             "mcp_listen_streams_total",
@@ -279,6 +286,7 @@ fn fresh_metrics_render_valid_text_with_the_fixed_series() {
     // Small fixed label sets are exported from the start, at zero.
     assert_eq!(families["mcp_jsonrpc_errors_total"].len(), 9);
     assert_eq!(families["mcp_http_rejections_total"].len(), 7);
+    assert_eq!(families["mcp_http_connections_closed_total"].len(), 3);
     assert_eq!(value(&families, "mcp_requests_in_flight", &[]), 0.0);
     // Per-method series appear once there is something to count.
     assert!(families["mcp_requests_total"].is_empty());
