@@ -53,6 +53,28 @@ pub(crate) struct ServerSection {
     pub state_key_file: Option<PathBuf>,
     /// A PostgreSQL URL where used write approvals are recorded, shared by every instance.
     pub approval_ledger: Option<String>,
+    /// `both` (the default: handshake-era hosts too) or `modern` (2026-07-28 only).
+    pub eras: Option<ErasSetting>,
+}
+
+/// Which protocol eras `mcp serve` answers.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ErasSetting {
+    /// 2026-07-28 requests, and handshake-era (2025) sessions started with `initialize`.
+    Both,
+    /// 2026-07-28 only: `initialize` is refused with the supported versions.
+    Modern,
+}
+
+/// How handshake-era clients are served over HTTP.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum LegacyHttpSetting {
+    /// `Mcp-Session-Id` sessions, kept by this process.
+    Sessions,
+    /// No sessions: each request on its own (for instances behind a load balancer).
+    Stateless,
 }
 
 /// `[http]`: the Streamable HTTP endpoint.
@@ -81,6 +103,12 @@ pub(crate) struct HttpSection {
     pub h2_max_streams: Option<u32>,
     /// The most bytes large responses may hold at once.
     pub response_memory: Option<usize>,
+    /// `sessions` or `stateless`: how handshake-era clients are served.
+    pub legacy: Option<LegacyHttpSetting>,
+    /// The most handshake-era sessions kept at once.
+    pub max_sessions: Option<usize>,
+    /// How long a handshake-era session may go unused before it ends.
+    pub session_idle: Option<Seconds>,
 }
 
 /// `[sample]`: the embedded sample database.

@@ -18,13 +18,14 @@ use std::time::Duration;
 use anyhow::{Context as _, anyhow};
 use clap::Args;
 use futures_util::FutureExt as _;
-use mcp_http::server::{HttpConfig, McpService, MetricsService, OriginPolicy};
+use mcp_http::server::{HttpConfig, LegacyMode, McpService, MetricsService, OriginPolicy};
 use mcp_server::observe::LOG_TARGET;
 use mcp_server::stdio;
 use tokio::net::TcpListener;
 
 use crate::flags;
 use crate::logging::{self, LogFormat};
+use file::{ErasSetting, LegacyHttpSetting};
 use settings::Settings;
 
 #[derive(Args, Debug)]
@@ -98,6 +99,27 @@ pub(crate) struct ServeArgs {
     /// The most concurrent streams on one HTTP/2 connection [default: 100].
     #[arg(long, value_name = "N")]
     h2_max_streams: Option<u32>,
+
+    /// Which protocol eras to answer: both (2026-07-28 requests, and the handshake-era sessions
+    /// that most hosts still open with `initialize`), or modern (2026-07-28 only) [default: both].
+    #[arg(long, value_name = "ERAS", value_enum)]
+    eras: Option<file::ErasSetting>,
+
+    /// How handshake-era clients are served over HTTP: with `Mcp-Session-Id` sessions kept by
+    /// this process (change notifications and subscriptions work), or stateless, each request on
+    /// its own, for several instances behind a load balancer [default: sessions].
+    #[arg(long, value_name = "MODE", value_enum)]
+    legacy_http: Option<file::LegacyHttpSetting>,
+
+    /// The most handshake-era HTTP sessions kept at once; `initialize` gets 503 beyond it
+    /// [default: 10000].
+    #[arg(long, value_name = "N", value_parser = whole_number)]
+    max_sessions: Option<usize>,
+
+    /// How long a handshake-era HTTP session may go unused (no request, no open GET stream)
+    /// before it ends: seconds, or with a unit (30s, 10m) [default: 30m].
+    #[arg(long, value_name = "DURATION", value_parser = flags::duration)]
+    session_idle: Option<Duration>,
 
     /// The most bytes that responses over 64 KiB may hold at once, across the server, while
     /// their clients read them; a large response beyond it gets 503 [default: 67108864].
@@ -209,9 +231,40 @@ fn http_config(settings: &Settings) -> HttpConfig {
         max_connections: settings.max_connections.unwrap_or(defaults.max_connections),
         h2_max_concurrent_streams: settings.h2_max_streams,
         response_memory: settings.response_memory,
+        legacy: match settings.legacy_http {
+            file::LegacyHttpSetting::Sessions => LegacyMode::Sessions,
+            file::LegacyHttpSetting::Stateless => LegacyMode::Stateless,
+        },
+        max_sessions: settings.max_sessions,
+        session_idle: settings.session_idle,
         policy,
         metrics_path,
         ..defaults
+    }
+}
+
+/// What the server answers, for the start-up log.
+fn eras_line(settings: &Settings, stdio: bool) -> String {
+    match settings.eras {
+        ErasSetting::Modern => {
+            "speaking 2026-07-28 only (--eras modern): initialize is refused with the supported version".to_owned()
+        }
+        ErasSetting::Both if stdio => {
+            "speaking 2026-07-28, and 2025-11-25/06-18/03-26 to hosts that start with initialize".to_owned()
+        }
+        ErasSetting::Both => format!(
+            "speaking 2026-07-28, and 2025-11-25/06-18/03-26 to hosts that start with initialize ({})",
+            match settings.legacy_http {
+                LegacyHttpSetting::Sessions => format!(
+                    "Mcp-Session-Id sessions, at most {}, ended after {} s unused",
+                    settings.max_sessions,
+                    settings.session_idle.as_secs()
+                ),
+                LegacyHttpSetting::Stateless => {
+                    "stateless: no sessions, no change notifications".to_owned()
+                }
+            }
+        ),
     }
 }
 
@@ -346,6 +399,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let (stop_metrics, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
 
     if settings.stdio {
+        tracing::info!("{}", eras_line(&settings, true));
         let config = stdio::StdioConfig {
             max_line: settings.max_message,
             ..Default::default()
@@ -378,6 +432,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let config = http_config(&settings);
     // Which hosts and origins get in, since a request under any other name is refused (403).
     tracing::info!("accepting {}", config.policy);
+    tracing::info!("{}", eras_line(&settings, false));
     let listener = TcpListener::bind(settings.bind)
         .await
         .with_context(|| format!("binding {}", settings.bind))?;

@@ -6,12 +6,13 @@ use std::path::Path;
 use anyhow::{Context as _, anyhow};
 use mcp_fs::{FsAdapter, FsWatcher};
 use mcp_server::observe::{Metrics, RequestLog};
-use mcp_server::{MIN_KEY_LEN, Server};
+use mcp_server::{Eras, MIN_KEY_LEN, Server, ServerConfig};
 use mcp_sql::{
     Database, PoolStats, SampleOutcome, SqlAdapter, SqlError, SqliteConfig, create_sample_database,
 };
 use mcp_types::Implementation;
 
+use super::file::ErasSetting;
 use super::settings::{KeyFile, SAMPLE_NAME, Sample, Settings, Target};
 
 /// The built server, and what must live as long as it is served.
@@ -110,6 +111,13 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
     let version = env!("CARGO_PKG_VERSION");
     let mut builder = Server::builder(&settings.name, version)
         .info(Implementation::new(&settings.name, version).with_title(&settings.name))
+        .config(ServerConfig {
+            eras: match settings.eras {
+                ErasSetting::Both => Eras::Both,
+                ErasSetting::Modern => Eras::ModernOnly,
+            },
+            ..ServerConfig::default()
+        })
         // One log line per request; arguments only when asked, and only at DEBUG.
         .observer(RequestLog::new().with_arguments(settings.log_arguments.is_some()));
     if settings.metrics.is_some() {

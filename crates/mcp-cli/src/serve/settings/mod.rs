@@ -17,7 +17,7 @@ use mcp_http::server::HttpConfig;
 use mcp_sql::{DEFAULT_DATABASE, DatabaseConfig, Limits, PostgresConfig, SqliteConfig};
 
 use super::ServeArgs;
-use super::file::{DatabaseSection, FileConfig};
+use super::file::{DatabaseSection, ErasSetting, FileConfig, LegacyHttpSetting};
 use crate::logging::LogFormat;
 
 /// The default HTTP address: loopback only.
@@ -57,6 +57,14 @@ pub(crate) struct Settings {
     pub h2_max_streams: u32,
     /// The most bytes large responses may hold at once while clients read them.
     pub response_memory: usize,
+    /// Which protocol eras are answered.
+    pub eras: ErasSetting,
+    /// How handshake-era clients are served over HTTP.
+    pub legacy_http: LegacyHttpSetting,
+    /// The most handshake-era HTTP sessions at once.
+    pub max_sessions: usize,
+    /// How long a handshake-era HTTP session may go unused.
+    pub session_idle: Duration,
     pub name: String,
     pub instructions: Option<String>,
     pub state_key: Option<KeyFile>,
@@ -219,6 +227,26 @@ pub(crate) fn resolve(
         (Some(n), _) => check_min(n, MIN_RESPONSE_MEMORY, "--response-memory")?,
         (None, Some(n)) => check_min(n, MIN_RESPONSE_MEMORY, "http.response_memory")?,
         (None, None) => http_defaults.response_memory,
+    };
+
+    // Eras: both by default, since the hosts most people run open with `initialize`.
+    let eras = args
+        .eras
+        .or(file.server.eras)
+        .unwrap_or(ErasSetting::Both);
+    let legacy_http = args
+        .legacy_http
+        .or(file.http.legacy)
+        .unwrap_or(LegacyHttpSetting::Sessions);
+    let max_sessions = match (args.max_sessions, file.http.max_sessions) {
+        (Some(n), _) => check_min(n, 1, "--max-sessions")?,
+        (None, Some(n)) => check_min(n, 1, "http.max_sessions")?,
+        (None, None) => http_defaults.max_sessions,
+    };
+    let session_idle = match (args.session_idle, &file.http.session_idle) {
+        (Some(d), _) => check_positive(d, "--session-idle")?,
+        (None, Some(s)) => check_positive(s.0, "http.session_idle")?,
+        (None, None) => http_defaults.session_idle,
     };
 
     // Identity and the state key.
@@ -452,6 +480,10 @@ pub(crate) fn resolve(
         max_connections,
         h2_max_streams,
         response_memory,
+        eras,
+        legacy_http,
+        max_sessions,
+        session_idle,
         name,
         instructions: file.server.instructions.clone(),
         state_key,
