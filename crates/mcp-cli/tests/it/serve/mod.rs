@@ -5,6 +5,7 @@
 mod approvals;
 mod config;
 mod connections;
+mod eras;
 mod files;
 mod host_policy;
 mod limits;
