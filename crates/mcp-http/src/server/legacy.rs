@@ -88,15 +88,23 @@ impl Sessions {
             *next = Some(now + Duration::from_secs(1).min(idle));
         }
         let mut ended = Vec::new();
-        self.map.lock().expect("sessions lock").retain(|_, e| {
-            let live = now.duration_since(e.last_used) < idle
-                || e.streams.load(Ordering::Relaxed) > 0
-                || e.session.requests_in_flight() > 0;
-            if !live {
-                ended.push(e.session.clone());
+        {
+            let mut map = self.map.lock().expect("sessions lock");
+            map.retain(|_, e| {
+                let live = now.duration_since(e.last_used) < idle
+                    || e.streams.load(Ordering::Relaxed) > 0
+                    || e.session.requests_in_flight() > 0;
+                if !live {
+                    ended.push(e.session.clone());
+                }
+                live
+            });
+            // A burst of sessions that has ended should not keep its table: give most of it back.
+            if map.capacity() > 64 && map.len() < map.capacity() / 4 {
+                let keep = map.len() * 2;
+                map.shrink_to(keep);
             }
-            live
-        });
+        }
         for session in ended {
             session.close();
         }
