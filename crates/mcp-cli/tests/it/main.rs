@@ -12,5 +12,6 @@ mod json;
 mod legacy;
 mod offers;
 mod output;
+mod readme;
 mod serve;
 mod stdio;
