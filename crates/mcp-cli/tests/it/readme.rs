@@ -271,9 +271,11 @@ impl Reader {
         let mut seen = Vec::new();
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let line = rx
-                .recv_timeout(left)
-                .unwrap_or_else(|_| panic!("{words:?} did not listen; it wrote {seen:#?}"));
+            let Ok(line) = rx.recv_timeout(left) else {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{words:?} did not listen; it wrote {seen:#?}");
+            };
             // `mcp serve` says "serving MCP on URL"; conformance-server logs "bound=ADDR".
             let authority = url_after(&line, "serving MCP on ")
                 .map(|url| {
