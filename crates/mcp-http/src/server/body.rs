@@ -51,8 +51,9 @@ enum Source {
     /// The GET stream of a handshake-era session.
     Session {
         stream: LegacyNotifications,
-        /// Counts the stream as open while it lives.
-        _open: super::legacy::StreamGuard,
+        /// Counts the stream as open while it lives, and says whether it is the one of the
+        /// session's streams that carries notifications.
+        open: super::legacy::StreamGuard,
     },
 }
 
@@ -111,7 +112,7 @@ impl McpBody {
         Self::sse(
             Source::Session {
                 stream,
-                _open: guard,
+                open: guard,
             },
             keep_alive,
             None,
@@ -158,9 +159,14 @@ impl SseBody {
             Source::Listen(stream) => {
                 Poll::Ready(ready!(Pin::new(stream).poll_next(cx)).map(|m| (m, false)))
             }
-            Source::Session { stream, .. } => {
-                Poll::Ready(ready!(Pin::new(stream).poll_next(cx)).map(|m| (m, false)))
-            }
+            // Only one of a session's streams carries each notification; the others pass.
+            Source::Session { stream, open } => loop {
+                match ready!(Pin::new(&mut *stream).poll_next(cx)) {
+                    Some(m) if open.carries() => return Poll::Ready(Some((m, false))),
+                    Some(_) => {}
+                    None => return Poll::Ready(None),
+                }
+            },
         }
     }
 }

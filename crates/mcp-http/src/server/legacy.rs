@@ -15,8 +15,8 @@
 //! response that carries the server's request; the client POSTs its answer, which is handed to the
 //! waiting handler. A JSON-RPC error is answered with 200, as that era does.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -57,15 +57,57 @@ struct Entry {
     session: LegacySession,
     last_used: Instant,
     /// Open GET streams: a session with one is never idle.
-    streams: Arc<AtomicUsize>,
+    streams: Arc<OpenStreams>,
 }
 
-/// Counts an open GET stream of a session for as long as it lives.
-pub(crate) struct StreamGuard(Arc<AtomicUsize>);
+/// The open GET streams of one session, by the order they were opened in.
+///
+/// spec 2025-11-25 streamable-http ("Multiple Connections"): a client may stay connected to several
+/// streams at once, and the server sends each message on only one of them, never on all. The
+/// newest stream carries the session's notifications; when it closes, the newest of those left
+/// takes over. Hosts do open a second GET a few seconds after the first (a refused one breaks
+/// them), and the newest is the one a reconnecting client is listening on.
+#[derive(Default)]
+pub(crate) struct OpenStreams {
+    next: AtomicU64,
+    open: Mutex<BTreeSet<u64>>,
+}
+
+impl OpenStreams {
+    fn open(self: &Arc<Self>) -> StreamGuard {
+        let ticket = self.next.fetch_add(1, Ordering::Relaxed);
+        self.open.lock().expect("streams lock").insert(ticket);
+        StreamGuard {
+            streams: self.clone(),
+            ticket,
+        }
+    }
+
+    fn any(&self) -> bool {
+        !self.open.lock().expect("streams lock").is_empty()
+    }
+}
+
+/// One open GET stream of a session, counted for as long as it lives.
+pub(crate) struct StreamGuard {
+    streams: Arc<OpenStreams>,
+    ticket: u64,
+}
+
+impl StreamGuard {
+    /// Whether this stream is the one that carries the session's notifications now.
+    pub(crate) fn carries(&self) -> bool {
+        self.streams.open.lock().expect("streams lock").last() == Some(&self.ticket)
+    }
+}
 
 impl Drop for StreamGuard {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        self.streams
+            .open
+            .lock()
+            .expect("streams lock")
+            .remove(&self.ticket);
     }
 }
 
@@ -92,7 +134,7 @@ impl Sessions {
             let mut map = self.map.lock().expect("sessions lock");
             map.retain(|_, e| {
                 let live = now.duration_since(e.last_used) < idle
-                    || e.streams.load(Ordering::Relaxed) > 0
+                    || e.streams.any()
                     || e.session.requests_in_flight() > 0;
                 if !live {
                     ended.push(e.session.clone());
@@ -122,7 +164,7 @@ impl Sessions {
             Entry {
                 session,
                 last_used: now,
-                streams: Arc::new(AtomicUsize::new(0)),
+                streams: Arc::new(OpenStreams::default()),
             },
         );
         true
@@ -132,7 +174,7 @@ impl Sessions {
         &self,
         headers: &HeaderMap,
         idle: Duration,
-    ) -> Result<(LegacySession, Arc<AtomicUsize>), Lookup> {
+    ) -> Result<(LegacySession, Arc<OpenStreams>), Lookup> {
         let mut values = headers.get_all(MCP_SESSION_ID).iter();
         let (Some(value), None) = (values.next(), values.next()) else {
             return Err(if headers.contains_key(MCP_SESSION_ID) {
@@ -241,16 +283,31 @@ impl NotificationSink for LegacySink {
 }
 
 impl McpService {
-    /// The session a legacy request, notification or response belongs to, when sessions are kept.
-    fn session_of(&self, headers: &HeaderMap) -> Option<LegacySession> {
-        if self.inner.config.legacy != LegacyMode::Sessions {
-            return None;
+    /// The session a POSTed notification or JSON-RPC response belongs to, when sessions are kept.
+    ///
+    /// A message that names a session which cannot be used gets the answer a request would: 404
+    /// for an unknown or ended one, so that its host learns at once to start again with
+    /// `initialize`, and 400 for a malformed id. A message without the header belongs to no
+    /// session, and so does one from a modern client (its `MCP-Protocol-Version` names a modern
+    /// revision), which sessions do not concern.
+    fn session_of(&self, headers: &HeaderMap) -> Result<Option<LegacySession>, Lookup> {
+        let server = &self.inner.server;
+        let modern = headers
+            .get(MCP_PROTOCOL_VERSION)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| server.supported_versions().contains(&v));
+        if self.inner.config.legacy != LegacyMode::Sessions || !server.serves_legacy() || modern {
+            return Ok(None);
         }
-        self.inner
+        match self
+            .inner
             .sessions
             .find(headers, self.inner.config.session_idle)
-            .ok()
-            .map(|(s, _)| s)
+        {
+            Ok((session, _)) => Ok(Some(session)),
+            Err(Lookup::Missing) => Ok(None),
+            Err(why) => Err(why),
+        }
     }
 
     /// `GET` and `DELETE` of the endpoint: a legacy session's notification stream and its end.
@@ -303,8 +360,7 @@ impl McpService {
                 "Not Acceptable: the GET stream is text/event-stream",
             ));
         }
-        streams.fetch_add(1, Ordering::Relaxed);
-        let guard = StreamGuard(streams);
+        let guard = streams.open();
         probe.dismiss();
         let stream = session.notifications(&self.inner.server);
         Some(sse_response(McpBody::session(
@@ -314,30 +370,49 @@ impl McpService {
         )))
     }
 
-    /// A notification POSTed by a legacy client (`notifications/initialized`,
-    /// `notifications/cancelled`): handed to its session.
-    pub(super) fn legacy_notification(
+    /// A POSTed notification: handed to its session when it names one (`notifications/initialized`,
+    /// `notifications/cancelled` of a legacy client), and accepted with 202.
+    pub(super) fn notification(
         &self,
+        probe: &mut RequestProbe,
         headers: &HeaderMap,
         method: &str,
         params: Option<&mcp_jsonrpc::RawValue>,
-    ) {
-        if let Some(session) = self.session_of(headers) {
-            session.notification(method, params);
+    ) -> Response<McpBody> {
+        match self.session_of(headers) {
+            Err(why) => return lookup_error(probe, why),
+            Ok(Some(session)) => session.notification(method, params),
+            Ok(None) => {}
         }
+        probe.notification(method);
+        plain(StatusCode::ACCEPTED)
     }
 
-    /// A JSON-RPC response POSTed by a legacy client: the answer to a server-to-client request.
-    /// Returns whether it answered one.
-    pub(super) fn legacy_response(
+    /// A POSTed JSON-RPC response: a handshake-era client's answer to a server-to-client request,
+    /// accepted with 202 as that era does. Anything else is refused.
+    pub(super) fn response(
         &self,
+        probe: &mut RequestProbe,
         headers: &HeaderMap,
         response: &mcp_jsonrpc::Response<'_>,
-    ) -> bool {
-        let session = self.session_of(headers);
-        self.inner
+    ) -> Response<McpBody> {
+        let session = match self.session_of(headers) {
+            Ok(session) => session,
+            Err(why) => return lookup_error(probe, why),
+        };
+        if self
+            .inner
             .server
             .deliver_response(response, session.as_ref())
+        {
+            probe.dismiss();
+            return plain(StatusCode::ACCEPTED);
+        }
+        probe.rejected(StatusCode::BAD_REQUEST.as_u16(), None);
+        http_error(
+            StatusCode::BAD_REQUEST,
+            "a JSON-RPC response is accepted only as the answer to a request of this server",
+        )
     }
 
     /// A request without the modern envelope.
@@ -353,14 +428,9 @@ impl McpService {
             .headers
             .get(MCP_PROTOCOL_VERSION)
             .and_then(|v| v.to_str().ok());
-        // A client that names the modern revision sent a modern request without its envelope.
-        if let Some(v) = version
-            && server.supported_versions().contains(&v)
-        {
-            let reply = server.without_session(&req);
-            probe.finish(reply.outcome);
-            return super::json_reply(reply);
-        }
+        // spec basic/versioning (DIGEST §7.4, ECOSYSTEM pitfall 1): `initialize` always starts the
+        // handshake era, whatever version its header names: a dual-era host that spoke 2026-07-28
+        // to this endpoint before, or offers it, may still send that header with its handshake.
         if req.method == "initialize" {
             return match server.legacy_initialize(&req) {
                 Err(reply) => legacy_json(probe, reply),
@@ -391,6 +461,14 @@ impl McpService {
                     response
                 }
             };
+        }
+        // A client that names the modern revision sent a modern request without its envelope.
+        if let Some(v) = version
+            && server.supported_versions().contains(&v)
+        {
+            let reply = server.without_session(&req);
+            probe.finish(reply.outcome);
+            return super::json_reply(reply);
         }
         // spec 2025-06-18 streamable-http: an unsupported MCP-Protocol-Version is a 400; a
         // missing one is taken as 2025-03-26.

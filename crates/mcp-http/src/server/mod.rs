@@ -314,22 +314,9 @@ impl McpService {
             Incoming::Rejected(reply) => return answer(probe, reply),
             // spec 2026-07-28 streamable-http: an accepted notification gets 202 with no body.
             Incoming::Notification(n) => {
-                probe.notification(&n.method);
-                self.legacy_notification(&parts.headers, &n.method, n.params);
-                return plain(StatusCode::ACCEPTED);
+                return self.notification(probe, &parts.headers, &n.method, n.params);
             }
-            // A handshake-era client answering the server's request: 202, as that era does.
-            Incoming::Response(r) if self.legacy_response(&parts.headers, &r) => {
-                probe.dismiss();
-                return plain(StatusCode::ACCEPTED);
-            }
-            Incoming::Response(_) => {
-                return refuse(
-                    probe,
-                    StatusCode::BAD_REQUEST,
-                    "a JSON-RPC response is accepted only as the answer to a request of this server",
-                );
-            }
+            Incoming::Response(r) => return self.response(probe, &parts.headers, &r),
         };
 
         if let Err(e) = check_standard_headers(

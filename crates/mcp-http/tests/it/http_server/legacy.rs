@@ -151,6 +151,41 @@ async fn sessions_are_required_checked_and_ended() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initialize_starts_a_session_whatever_version_its_header_names() {
+    // A dual-era host that spoke 2026-07-28 here before (or offers it) may still send that header
+    // with its handshake; so may one that remembers an older session's version.
+    for (mode, header) in [
+        (LegacyMode::Sessions, "2026-07-28"),
+        (LegacyMode::Sessions, "2025-06-18"),
+        (LegacyMode::Stateless, "2026-07-28"),
+    ] {
+        let config = HttpConfig {
+            legacy: mode,
+            ..test_config()
+        };
+        let srv = TestServer::start_with(full_server, config).await;
+        let mut offer = initialize(json!({}));
+        offer["params"]["protocolVersion"] = json!("2026-07-28");
+        let post = legacy(&offer, None).header("MCP-Protocol-Version", header);
+        let reply = send(&srv, &post).await;
+        assert_eq!(reply.status, StatusCode::OK, "{mode:?} {header}");
+        assert_eq!(reply.json()["result"]["protocolVersion"], LEGACY);
+        assert_eq!(
+            reply.headers.contains_key("mcp-session-id"),
+            mode == LegacyMode::Sessions,
+            "{mode:?} {header}"
+        );
+    }
+    // Any other request naming the modern version without its envelope is still refused.
+    let srv = TestServer::start().await;
+    let list =
+        legacy(&rpc(1, "tools/list", json!({})), None).header("MCP-Protocol-Version", "2026-07-28");
+    send(&srv, &list)
+        .await
+        .error(StatusCode::BAD_REQUEST, -32602, Some(json!(1)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_get_stream_carries_list_changes_and_subscribed_updates() {
     let srv = TestServer::start().await;
     let session = open_session(&srv, json!({})).await;
@@ -186,6 +221,89 @@ async fn the_get_stream_carries_list_changes_and_subscribed_updates() {
         .header("Mcp-Session-Id", &session);
     assert_eq!(send(&srv, &delete).await.status, StatusCode::OK);
     assert!(stream.next().await.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notifications_and_answers_naming_an_unusable_session_are_refused_as_requests_are() {
+    let srv = TestServer::start().await;
+    let session = open_session(&srv, json!({})).await;
+    let delete = Post::bare("")
+        .method(Method::DELETE)
+        .without("content-type")
+        .header("Mcp-Session-Id", &session);
+    assert_eq!(send(&srv, &delete).await.status, StatusCode::OK);
+
+    // spec 2025-11-25 streamable-http: a message naming an ended session is answered 404, so its
+    // host starts again with initialize; a malformed id is 400.
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let answer = json!({"jsonrpc": "2.0", "id": "s1", "result": {}});
+    for body in [&note, &answer] {
+        send(&srv, &legacy(body, Some(&session)))
+            .await
+            .refused(StatusCode::NOT_FOUND);
+        let bad = legacy(body, None).header("Mcp-Session-Id", "has space");
+        send(&srv, &bad).await.refused(StatusCode::BAD_REQUEST);
+    }
+    // Without a session header, or from a modern client, a notification concerns no session.
+    assert_eq!(
+        send(&srv, &legacy(&note, None)).await.status,
+        StatusCode::ACCEPTED
+    );
+    let cancel =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}});
+    let modern = legacy(&cancel, None)
+        .header("Mcp-Session-Id", &session)
+        .header("MCP-Protocol-Version", "2026-07-28");
+    assert_eq!(send(&srv, &modern).await.status, StatusCode::ACCEPTED);
+}
+
+/// Nothing arrives on `stream` for a while.
+async fn quiet(stream: &mut SseStream) -> bool {
+    tokio::time::timeout(Duration::from_millis(300), stream.next())
+        .await
+        .is_err()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_notification_goes_out_on_one_of_the_sessions_streams() {
+    // spec 2025-11-25 streamable-http: a client may keep several GET streams open (hosts open a
+    // second one a few seconds after the first); each message goes out on only one of them.
+    let srv = TestServer::start().await;
+    let session = open_session(&srv, json!({})).await;
+    let get = Post::bare("")
+        .method(Method::GET)
+        .without("content-type")
+        .header("Accept", "text/event-stream")
+        .header("Mcp-Session-Id", &session);
+    let mut first_client = Client::h1(srv.addr).await;
+    let mut first = SseStream::new(first_client.open_any(&get).await);
+    let mut second_client = Client::h1(srv.addr).await;
+    let mut second = SseStream::new(second_client.open_any(&get).await);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    let subscribe = rpc(1, "resources/subscribe", json!({"uri": UNICODE_URI}));
+    let reply = send(&srv, &legacy(&subscribe, Some(&session))).await;
+    assert_eq!(reply.json()["result"], json!({}));
+
+    // The newest stream carries it, and only that one.
+    srv.server.notify_resource_updated(UNICODE_URI);
+    let update = second.next().await.expect("an update");
+    assert_eq!(update["method"], "notifications/resources/updated");
+    assert!(quiet(&mut first).await, "the same message went out twice");
+
+    // Once it closes, the one left takes over (as soon as the server has seen it close).
+    drop(second);
+    drop(second_client);
+    let mut attempts = 0;
+    let update = loop {
+        srv.server.notify_resource_updated(UNICODE_URI);
+        if let Ok(update) = tokio::time::timeout(Duration::from_millis(200), first.next()).await {
+            break update.expect("an update");
+        }
+        attempts += 1;
+        assert!(attempts < 50, "the remaining stream never took over");
+    };
+    assert_eq!(update["params"]["uri"], UNICODE_URI);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
