@@ -64,7 +64,7 @@ impl Run {
 }
 
 /// Kills a child that outlives its bound, so a hung run fails the test instead of hanging it.
-fn watchdog(pid: u32, bound: Duration) -> mpsc::Sender<()> {
+pub fn watchdog(pid: u32, bound: Duration) -> mpsc::Sender<()> {
     let (done, rx) = mpsc::channel::<()>();
     std::thread::spawn(move || {
         if rx.recv_timeout(bound) == Err(mpsc::RecvTimeoutError::Timeout) {

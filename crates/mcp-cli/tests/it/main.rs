@@ -1,11 +1,13 @@
 //! Integration tests of the `mcp` binary, run as a user would: the client commands against our
 //! conformance fixture served over loopback HTTP (in this process) and over stdio (the
-//! `conformance-server` binary), and `mcp serve` with its adapters (serve/).
+//! `conformance-server` binary), `mcp serve` with its adapters (serve/), and `mcp serve` as the
+//! hosts' own SDK clients and the Inspector reach it, in both protocol eras (hosts/).
 
 mod arguments;
 mod bench;
 mod harness;
 mod hints;
+mod hosts;
 mod http;
 mod interactive;
 mod json;

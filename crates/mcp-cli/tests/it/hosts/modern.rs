@@ -1,0 +1,78 @@
+//! The TypeScript SDK v2 and Python clients pinned to 2026-07-28 against the same `mcp serve` the
+//! handshake-era hosts use, with its defaults: no `initialize`, every request with the modern
+//! `_meta` envelope (and on HTTP the matching `MCP-Protocol-Version`), and the write approval as a
+//! 2026-07-28 input request answered through their elicitation handlers.
+
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use super::{Peers, Scratch, check_sql_steps, plan, run_approving, stdio_command};
+use crate::serve::support::Serve;
+
+const MODERN: &str = "2026-07-28";
+
+#[derive(Clone, Copy, Debug)]
+enum Sdk {
+    TypeScript,
+    Python,
+}
+
+fn client(sdk: Sdk, scratch: &Scratch, target: &[String]) -> Command {
+    let peers = Peers::get();
+    let mut command = match sdk {
+        Sdk::TypeScript => {
+            let mut c = peers.node("interop/ts-serve-client.mjs");
+            c.arg(plan(json!({})));
+            c
+        }
+        Sdk::Python => {
+            let mut c = peers.python("interop/py_serve_client.py");
+            c.args([MODERN, &plan(json!({}))]);
+            c
+        }
+    };
+    command
+        .args(target)
+        .env("MCP_DATA_DIR", &scratch.data)
+        .env_remove("MCP_LOG");
+    command
+}
+
+fn check(summary: &Value, http: bool) {
+    check_sql_steps(summary);
+    let pretty = serde_json::to_string_pretty(summary).unwrap();
+    assert_eq!(summary["negotiatedVersion"], MODERN, "{pretty}");
+    assert_eq!(summary["wire"]["sentInitialize"], false, "{pretty}");
+    assert_eq!(summary["wire"]["metaVersions"], json!([MODERN]), "{pretty}");
+    let headers = if http { json!([MODERN]) } else { json!([]) };
+    assert_eq!(summary["wire"]["headerVersions"], headers, "{pretty}");
+}
+
+#[test]
+fn modern_clients_over_http() {
+    let scratch = Scratch::new();
+    let args = scratch.serve_args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let serve = Serve::start(&scratch.data, &args);
+    let target = ["http".to_owned(), serve.url.clone()];
+    for sdk in [Sdk::TypeScript, Sdk::Python] {
+        let summary = run_approving(&scratch, client(sdk, &scratch, &target), |event| {
+            panic!("{sdk:?}: unexpected stop {event}")
+        });
+        check(&summary, true);
+    }
+}
+
+#[test]
+fn modern_clients_over_stdio() {
+    let scratch = Scratch::new();
+    let mut target = vec!["stdio".to_owned()];
+    target.extend(stdio_command(&scratch.serve_args()));
+    for sdk in [Sdk::TypeScript, Sdk::Python] {
+        let summary = run_approving(&scratch, client(sdk, &scratch, &target), |event| {
+            panic!("{sdk:?}: unexpected stop {event}")
+        });
+        check(&summary, false);
+    }
+}
