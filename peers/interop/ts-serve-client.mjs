@@ -1,11 +1,12 @@
 // An MCP client written with the official TypeScript SDK v2 (@modelcontextprotocol/client), PINNED to
-// protocol revision 2026-07-28, for the dual-era interop tests of mcp-rs: it runs against `mcp serve`
-// with a writable SQLite database, driven by a plan given as JSON:
+// protocol revision 2026-07-28 (or, with "pin": false in the plan, in the SDK's default mode, which
+// is the handshake era), for the dual-era interop tests of mcp-rs: it runs against `mcp serve` with a
+// writable SQLite database, driven by a plan given as JSON:
 //
 //   node ts-serve-client.mjs PLAN http URL
 //   node ts-serve-client.mjs PLAN stdio COMMAND [ARGS...]
 //
-// PLAN: {"query": SQL, "read": URI, "execute": SQL}
+// PLAN: {"query": SQL, "read": URI, "execute": SQL, "pin": bool (default true)}
 //
 // Steps: list tools; call list_tables and query; read PLAN.read; call execute with PLAN.execute,
 // declining the approval through the elicitation handler (a 2026-07-28 input request), then
@@ -99,10 +100,9 @@ async function step(name, run) {
 // The approval questions in the order asked, and the answers given: decline first, then accept.
 const asked = [];
 const answers = [{ action: 'decline' }, { action: 'accept', content: { approve: true } }];
-const client = new Client(
-    { name: 'interop-ts-serve-client', version: '2.4.0' },
-    { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: { pin: VERSION } } }
-);
+const options = { capabilities: { elicitation: { form: {} } } };
+if (plan.pin !== false) options.versionNegotiation = { mode: { pin: VERSION } };
+const client = new Client({ name: 'interop-ts-serve-client', version: '2.4.0' }, options);
 client.setRequestHandler('elicitation/create', async request => {
     asked.push({ message: request.params.message, fields: Object.keys(request.params.requestedSchema?.properties ?? {}) });
     return answers[Math.min(asked.length - 1, answers.length - 1)];

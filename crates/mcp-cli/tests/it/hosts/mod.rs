@@ -7,7 +7,9 @@
 //!   through its elicitation handler (`peers/interop/ts-v1-serve-client.mjs`).
 //! - `inspector`: the official Inspector's CLI mode over stdio.
 //! - `python`: the official Python SDK's client forced to the handshake (`mode="legacy"`) over stdio.
-//! - `modern`: the TypeScript v2 and Python clients pinned to 2026-07-28 against the same server.
+//! - `modern`: the TypeScript v2 and Python clients pinned to 2026-07-28 against the same server,
+//!   and the TypeScript v2 client in its default mode (the handshake era).
+//! - `sessions`: the session bounds the README names, through the binary.
 //!
 //! The peers come from `scripts/peers-install` (npm and PyPI, pinned in `peers/`); without them
 //! these tests fail and say so.
@@ -15,6 +17,7 @@
 mod inspector;
 mod modern;
 mod python;
+mod sessions;
 mod ts_v1;
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};

@@ -1,7 +1,8 @@
 //! The TypeScript SDK v2 and Python clients pinned to 2026-07-28 against the same `mcp serve` the
 //! handshake-era hosts use, with its defaults: no `initialize`, every request with the modern
 //! `_meta` envelope (and on HTTP the matching `MCP-Protocol-Version`), and the write approval as a
-//! 2026-07-28 input request answered through their elicitation handlers.
+//! 2026-07-28 input request answered through their elicitation handlers. And the TypeScript v2
+//! client in its default mode, which hosts built on it get: still the handshake era.
 
 use std::process::Command;
 
@@ -75,4 +76,29 @@ fn modern_clients_over_stdio() {
         });
         check(&summary, false);
     }
+}
+
+#[test]
+fn typescript_v2_in_its_default_mode_speaks_the_handshake_era() {
+    let scratch = Scratch::new();
+    let args = scratch.serve_args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let serve = Serve::start(&scratch.data, &args);
+    let mut command = Peers::get().node("interop/ts-serve-client.mjs");
+    command
+        .arg(plan(json!({"pin": false})))
+        .args(["http", &serve.url])
+        .env_remove("MCP_LOG");
+    let summary = run_approving(&scratch, command, |event| panic!("unexpected stop {event}"));
+    check_sql_steps(&summary);
+    let pretty = serde_json::to_string_pretty(&summary).unwrap();
+    assert_eq!(summary["era"], "legacy", "{pretty}");
+    assert_eq!(summary["negotiatedVersion"], "2025-11-25", "{pretty}");
+    assert_eq!(summary["wire"]["sentInitialize"], true, "{pretty}");
+    assert_eq!(summary["wire"]["metaVersions"], json!([]), "{pretty}");
+    assert_eq!(
+        summary["wire"]["headerVersions"],
+        json!(["2025-11-25"]),
+        "{pretty}"
+    );
 }
