@@ -4,6 +4,7 @@
 
 mod arguments;
 mod bench;
+mod era;
 mod harness;
 mod hints;
 mod http;
