@@ -230,10 +230,7 @@ pub(crate) fn resolve(
     };
 
     // Eras: both by default, since the hosts most people run open with `initialize`.
-    let eras = args
-        .eras
-        .or(file.server.eras)
-        .unwrap_or(ErasSetting::Both);
+    let eras = args.eras.or(file.server.eras).unwrap_or(ErasSetting::Both);
     let legacy_http = args
         .legacy_http
         .or(file.http.legacy)
