@@ -194,8 +194,11 @@ impl Target {
             .map_err(|e| transport("initialize", &e))?;
         let message = message_of(answer.sse, &answer.body);
         if !answer.status.is_success() {
-            // A JSON-RPC error is the server's word; any other refusal, the exchange's.
-            if let Some(error) = message.as_deref().and_then(era::jsonrpc_error) {
+            // A JSON-RPC error on a 4xx is the server's word on the request; any other refusal,
+            // and a server in trouble (5xx, "too many sessions"), the exchange's.
+            if !answer.status.is_server_error()
+                && let Some(error) = message.as_deref().and_then(era::jsonrpc_error)
+            {
                 return Err(Failure::Protocol(format!(
                     "initialize: {error} (HTTP {})",
                     answer.status.as_u16()
@@ -248,7 +251,7 @@ impl Target {
 
     /// Ends a legacy session (spec 2025-11-25 transports: a client that no longer needs it SHOULD),
     /// on `sender` when it is still usable; best effort, briefly.
-    async fn end(&self, sender: Option<Sender>, session: &Session) {
+    pub(crate) async fn end(&self, sender: Option<Sender>, session: &Session) {
         if session.id.is_none() {
             return;
         }

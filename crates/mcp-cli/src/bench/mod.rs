@@ -356,13 +356,26 @@ async fn measure(args: &BenchArgs) -> Result<Report, Setup> {
                     })
                 })
                 .collect();
+            let mut failed = None;
             for handshake in handshakes {
-                let (p, session, sender) = handshake
-                    .await
-                    .context("a handshake failed")
-                    .map_err(Setup::Transport)??;
-                protocol = p;
-                sessions.push((session, Some(sender)));
+                match handshake.await {
+                    Ok(Ok((p, session, sender))) => {
+                        protocol = p;
+                        sessions.push((session, Some(sender)));
+                    }
+                    Ok(Err(e)) => failed = failed.or(Some(Setup::from(e))),
+                    Err(e) => {
+                        let e = anyhow::Error::new(e).context("a handshake failed");
+                        failed = failed.or(Some(Setup::Transport(e)));
+                    }
+                }
+            }
+            if let Some(failed) = failed {
+                // The sessions already open would otherwise wait for the server's idle limit.
+                for (session, sender) in sessions {
+                    target.end(sender, &session).await;
+                }
+                return Err(failed);
             }
         } else {
             sessions.resize_with(connections, || (target.modern(), None));

@@ -421,6 +421,41 @@ fn mcp_serve_forced_legacy_over_http_sessions_passes_and_ends_its_sessions() {
 }
 
 #[test]
+fn a_handshake_refused_for_want_of_sessions_ends_the_run_and_the_sessions_it_opened() {
+    let scratch = TempDir::new();
+    let serve = Serve::start(&scratch.join("data"), &["--max-sessions", "2"]);
+    let bench = |connections: &str| {
+        mcp(
+            &[
+                "bench",
+                "--url",
+                &serve.url,
+                "--era",
+                "legacy",
+                "--list-tools",
+                "-c",
+                connections,
+                "-n",
+                "20",
+                "--json",
+            ],
+            "",
+        )
+    };
+    // Four connections, room for two sessions: two handshakes get 503.
+    let run = bench("4");
+    run.expect_code(3);
+    assert!(
+        run.stderr
+            .contains("the legacy handshake failed: initialize: HTTP 503"),
+        "{}",
+        run.stderr
+    );
+    // The two sessions it did open were ended: two connections find room.
+    passed(&bench("2"), 20, "legacy");
+}
+
+#[test]
 fn mcp_serve_forced_legacy_over_stateless_http_passes() {
     let scratch = TempDir::new();
     let serve = Serve::start(&scratch.join("data"), &["--legacy-http", "stateless"]);
