@@ -19,8 +19,8 @@ mod serve;
     about,
     propagate_version = true,
     after_help = "Exit codes of the client commands: 0 success; 1 the tool reported an error \
-(isError); 2 a protocol error (a JSON-RPC error from the server, or no common protocol \
-revision); 3 a transport error (connect, I/O, HTTP status, the server exited) or a local \
+(isError); 2 a protocol error (a JSON-RPC error from the server, no common protocol \
+revision, or a server that does not speak the era --era forces); 3 a transport error (connect, I/O, HTTP status, the server exited) or a local \
 timeout (--timeout); 4 a usage or local error."
 )]
 struct Cli {

@@ -21,14 +21,14 @@ use tokio::process::Command;
 use tokio::sync::mpsc;
 
 use crate::cache::Cache;
-use crate::era::{self, Era, Verdict};
+use crate::era::{self, Era, EraChoice, Verdict};
 use crate::handlers::{Handlers, InputHandler};
 use crate::request::Options;
 use crate::transport::http::HttpTransport;
 use crate::transport::process::{ChildProcess, Stderr};
 use crate::transport::stdio::StdioTransport;
 use crate::transport::{Event, Outgoing, Reply, Transport};
-use crate::{Error, StartProblem, Violation};
+use crate::{Error, StartProblem};
 
 /// After the first line on a stdio server's stdout that is not JSON-RPC, how long it has to answer
 /// the era probe before the connection fails.
@@ -67,6 +67,7 @@ pub struct ClientBuilder {
     auth_context: String,
     stderr: Stderr,
     cache: bool,
+    era: EraChoice,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -76,6 +77,7 @@ impl std::fmt::Debug for ClientBuilder {
             .field("handlers", &self.handlers)
             .field("config", &self.config)
             .field("cache", &self.cache)
+            .field("era", &self.era)
             .finish_non_exhaustive()
     }
 }
@@ -90,6 +92,7 @@ impl Default for ClientBuilder {
             auth_context: String::new(),
             stderr: Stderr::default(),
             cache: false,
+            era: EraChoice::Auto,
         }
     }
 }
@@ -203,6 +206,19 @@ impl ClientBuilder {
         self
     }
 
+    /// Which era to speak (default [`EraChoice::Auto`]: probe with `server/discover`, and run the
+    /// `initialize` handshake when the server turns out to be a handshake-era one).
+    /// [`EraChoice::Modern`] never sends `initialize`: a server that answers the probe as a
+    /// handshake-era server does fails the connection with [`Error::NotModern`].
+    /// [`EraChoice::Legacy`] sends `initialize` at once, without a probe, so that a dual-era server
+    /// serves a legacy session. A forced era neither uses nor changes this process's record of
+    /// what an HTTP origin speaks, except that a modern server found modern is remembered.
+    #[must_use]
+    pub fn era(mut self, era: EraChoice) -> Self {
+        self.era = era;
+        self
+    }
+
     /// Where a child server's stderr goes (default: passed through).
     #[must_use]
     pub fn stderr(mut self, stderr: Stderr) -> Self {
@@ -230,15 +246,25 @@ impl ClientBuilder {
             .await
     }
 
-    /// Connects to a Streamable HTTP endpoint and detects its era (cached per origin).
+    /// Connects to a Streamable HTTP endpoint and detects its era (cached per origin), or speaks
+    /// the one [`era`](Self::era) forces.
     pub async fn connect_http(self, url: &str) -> Result<Client, Error> {
         let http = HttpClient::new(url)?;
         let headers = self.headers.clone();
         let transport = HttpTransport::new(http, headers);
         let origin = transport.origin();
+        let choice = self.era;
         let client = self.into_client(Transport::Http(transport), None);
+        if choice == EraChoice::Legacy {
+            // Not remembered for the origin: a dual-era server would be taken for a legacy one by
+            // the next connection that detects.
+            client.inner.initialize().await?;
+            return Ok(client);
+        }
         match era::cached_era(&origin) {
-            Some(Era::Legacy { .. }) if client.inner.initialize().await.is_ok() => {
+            Some(Era::Legacy { .. })
+                if choice == EraChoice::Auto && client.inner.initialize().await.is_ok() =>
+            {
                 return Ok(client);
             }
             Some(Era::Modern { version }) => {
@@ -256,7 +282,10 @@ impl ClientBuilder {
                 hard: true,
             }),
         };
-        client.inner.decide(era::classify_http(answer)).await?;
+        client
+            .inner
+            .decide(era::classify_http(answer), choice)
+            .await?;
         era::remember_era(&origin, Some(client.era()));
         Ok(client)
     }
@@ -266,27 +295,43 @@ impl ClientBuilder {
         transport: StdioTransport,
         child: Option<ChildProcess>,
     ) -> Result<Client, Error> {
+        let choice = self.era;
         let client = self.into_client(Transport::Stdio(transport), child);
         let Transport::Stdio(lines) = &client.inner.transport else {
             unreachable!("built over stdio just above")
         };
-        // A server that prints text on stdout gets a short grace to answer anyway, rather than
-        // the whole probe timeout and then a legacy handshake it cannot answer either.
-        let answer = tokio::select! {
-            answer = client.inner.probe() => Some(answer),
-            () = tokio::time::sleep(client.inner.config.probe_timeout) => None,
-            () = lines.noise_then(NOISE_GRACE) => None,
-        };
-        let noisy = answer.is_none() && !lines.noise().is_empty();
-        let outcome = if noisy {
-            Err(Error::disconnected(
-                "the server printed text that is not JSON-RPC",
-            ))
+        let (outcome, noisy, probed) = if choice == EraChoice::Legacy {
+            let outcome = tokio::select! {
+                outcome = client.inner.initialize() => outcome,
+                () = lines.noise_then(NOISE_GRACE) => Err(Error::disconnected(
+                    "the server printed text that is not JSON-RPC",
+                )),
+            };
+            let noisy = outcome.is_err() && !lines.noise().is_empty();
+            (outcome, noisy, Duration::ZERO)
         } else {
-            client.inner.decide(era::classify_stdio(answer)).await
+            // A server that prints text on stdout gets a short grace to answer anyway, rather
+            // than the whole probe timeout and then a legacy handshake it cannot answer either.
+            let answer = tokio::select! {
+                answer = client.inner.probe() => Some(answer),
+                () = tokio::time::sleep(client.inner.config.probe_timeout) => None,
+                () = lines.noise_then(NOISE_GRACE) => None,
+            };
+            let noisy = answer.is_none() && !lines.noise().is_empty();
+            let outcome = if noisy {
+                Err(Error::disconnected(
+                    "the server printed text that is not JSON-RPC",
+                ))
+            } else {
+                client
+                    .inner
+                    .decide(era::classify_stdio(answer), choice)
+                    .await
+            };
+            (outcome, noisy, client.inner.config.probe_timeout)
         };
         if let Err(e) = outcome {
-            let e = client.start_failure(e, noisy).await;
+            let e = client.start_failure(e, noisy, probed).await;
             // Best effort: the connection is useless now.
             let _ = client.close().await;
             return Err(e);
@@ -435,9 +480,10 @@ impl Client {
 impl Client {
     /// Says why a connection over stdio failed before it spoke MCP, with what the server printed:
     /// a server process that exited, printed text that is not JSON-RPC, or stayed silent through
-    /// the probe and `initialize` becomes [`Error::ServerStart`], and is stopped. Other errors are
-    /// returned as they are.
-    async fn start_failure(&self, error: Error, noisy: bool) -> Error {
+    /// the probe (`probed` long, zero when the era was forced to legacy) and `initialize`, or
+    /// through the probe of a connection forced to modern, becomes [`Error::ServerStart`], and is
+    /// stopped. Other errors are returned as they are.
+    async fn start_failure(&self, error: Error, noisy: bool, probed: Duration) -> Error {
         let Transport::Stdio(lines) = &self.inner.transport else {
             return error;
         };
@@ -460,8 +506,9 @@ impl Client {
             Error::Timeout { method, after, .. }
                 if method == method_names::INITIALIZE && !lines.heard() =>
             {
-                StartProblem::Silent(self.inner.config.probe_timeout + *after)
+                StartProblem::Silent(probed + *after)
             }
+            Error::NotModern { .. } if !lines.heard() => StartProblem::Silent(probed),
             _ => return error,
         };
         // Of no use now: stopped at once, so that its stderr is complete.
@@ -513,15 +560,18 @@ impl Inner {
         self.transport.request(out, tx).await
     }
 
-    /// Acts on a probe's verdict.
-    async fn decide(&self, verdict: Verdict) -> Result<(), Error> {
+    /// Acts on a probe's verdict: a connection forced to the modern era never falls back.
+    async fn decide(&self, verdict: Verdict, choice: EraChoice) -> Result<(), Error> {
         match verdict {
             Verdict::Modern { version, discover } => {
                 self.set_era(Era::Modern { version });
                 *self.discovered.lock().expect("discover lock") = discover.map(|d| *d);
                 Ok(())
             }
-            Verdict::Legacy => self.initialize().await,
+            Verdict::Legacy(answer) if choice == EraChoice::Modern => {
+                Err(Error::NotModern { answer })
+            }
+            Verdict::Legacy(_) => self.initialize().await,
             Verdict::Fail(e) => Err(e),
         }
     }
@@ -694,93 +744,5 @@ fn deliver(event: Event, options: &Options) {
                 callback(&m);
             }
         }
-    }
-}
-
-/// Whether a result is final or asks for input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Complete,
-    InputRequired,
-}
-
-/// Reads `resultType`: absent means complete; `input_required` only where the method allows it;
-/// any other value is invalid (spec 2026-07-28 basic/index: never a guess).
-pub(crate) fn result_kind(method: &str, raw: &RawValue, mrtr: bool) -> Result<Kind, Error> {
-    #[derive(serde::Deserialize)]
-    struct Peek {
-        #[serde(rename = "resultType")]
-        result_type: Option<Value>,
-    }
-    let peek: Peek = serde_json::from_str(raw.get()).map_err(|e| Error::malformed(method, e))?;
-    match peek.result_type {
-        None => Ok(Kind::Complete),
-        Some(Value::String(s)) if s == "complete" => Ok(Kind::Complete),
-        Some(Value::String(s)) if s == "input_required" => {
-            if mrtr {
-                Ok(Kind::InputRequired)
-            } else {
-                Err(Violation::UnexpectedInputRequired {
-                    method: method.to_owned(),
-                }
-                .into())
-            }
-        }
-        Some(other) => Err(Violation::UnknownResultType {
-            method: method.to_owned(),
-            value: other.to_string(),
-        }
-        .into()),
-    }
-}
-
-/// Decodes a complete result as its method's type.
-pub(crate) fn decode<T: serde::de::DeserializeOwned>(
-    method: &str,
-    raw: &RawValue,
-) -> Result<T, Error> {
-    serde_json::from_str(raw.get()).map_err(|e| Error::malformed(method, e))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn raw(text: &str) -> Box<RawValue> {
-        RawValue::from_string(text.to_owned()).unwrap()
-    }
-
-    #[test]
-    fn result_types_are_never_guessed() {
-        assert_eq!(
-            result_kind("tools/list", &raw(r#"{"tools":[]}"#), false).unwrap(),
-            Kind::Complete
-        );
-        assert_eq!(
-            result_kind(
-                "tools/call",
-                &raw(r#"{"resultType":"input_required"}"#),
-                true
-            )
-            .unwrap(),
-            Kind::InputRequired
-        );
-        let e = result_kind(
-            "tools/list",
-            &raw(r#"{"resultType":"input_required"}"#),
-            false,
-        )
-        .unwrap_err();
-        assert!(matches!(
-            e,
-            Error::InvalidServerBehaviour(Violation::UnexpectedInputRequired { .. })
-        ));
-        let e = result_kind("tools/call", &raw(r#"{"resultType":"task"}"#), true).unwrap_err();
-        assert!(matches!(
-            e,
-            Error::InvalidServerBehaviour(Violation::UnknownResultType { .. })
-        ));
-        let e = result_kind("tools/call", &raw(r#"{"resultType":7}"#), true).unwrap_err();
-        assert!(e.to_string().contains("unknown resultType 7"));
     }
 }

@@ -8,7 +8,9 @@
 //!   -32601 body means a modern server lacking the method; a 400 without a modern error, or a 404 or
 //!   405 without a -32601 body, means legacy.
 //!
-//! The decision is cached per connection (stdio) and per origin (HTTP).
+//! The decision is cached per connection (stdio) and per origin (HTTP). A caller may also force an
+//! era ([`EraChoice`]): modern never falls back to `initialize`, and legacy sends `initialize` at
+//! once, without a probe.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -60,6 +62,49 @@ impl Era {
     }
 }
 
+/// Which era a connection speaks: detected from the server's answer to a probe (the default), or
+/// forced with [`ClientBuilder::era`](crate::ClientBuilder::era).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EraChoice {
+    /// Probe with a modern `server/discover`; run the `initialize` handshake when the answer is a
+    /// handshake-era server's (spec 2026-07-28 basic/versioning).
+    #[default]
+    Auto,
+    /// Only the modern protocol: the probe as in `Auto`, but an answer that says "handshake era" is
+    /// [`Error::NotModern`], and `initialize` is never sent.
+    Modern,
+    /// Only the handshake era: `initialize` at once, without a probe, so that a dual-era server
+    /// serves a legacy session.
+    Legacy,
+}
+
+impl EraChoice {
+    /// `auto`, `modern` or `legacy`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EraChoice::Auto => "auto",
+            EraChoice::Modern => "modern",
+            EraChoice::Legacy => "legacy",
+        }
+    }
+}
+
+impl std::str::FromStr for EraChoice {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(EraChoice::Auto),
+            "modern" => Ok(EraChoice::Modern),
+            "legacy" => Ok(EraChoice::Legacy),
+            other => Err(format!(
+                "unknown era {other:?}: expected auto, modern or legacy"
+            )),
+        }
+    }
+}
+
 /// What one probe says.
 #[derive(Debug)]
 pub(crate) enum Verdict {
@@ -68,8 +113,9 @@ pub(crate) enum Verdict {
         version: &'static str,
         discover: Option<Box<DiscoverResult>>,
     },
-    /// Legacy: run `initialize`.
-    Legacy,
+    /// Legacy: run `initialize`. The text says what the server answered, for the error of a
+    /// connection forced to the modern era ([`Error::NotModern`]).
+    Legacy(String),
     /// Neither: the probe failed in a way that decides nothing (connection refused, 401, 5xx, no
     /// common version).
     Fail(Error),
@@ -106,7 +152,9 @@ fn from_result(raw: &RawValue) -> Verdict {
             }),
         },
         // Something answered, but not with a DiscoverResult: not a modern server.
-        Err(_) => Verdict::Legacy,
+        Err(e) => Verdict::Legacy(format!(
+            "its answer to server/discover is not a discover result ({e})"
+        )),
     }
 }
 
@@ -144,12 +192,15 @@ fn from_modern_error(error: ErrorObject) -> Verdict {
 /// Classifies the answer to the stdio probe; `None` means no answer within the probe timeout.
 pub(crate) fn classify_stdio(answer: Option<Result<Reply, Error>>) -> Verdict {
     match answer {
-        None => Verdict::Legacy,
+        None => Verdict::Legacy("it did not answer server/discover in time".to_owned()),
         Some(Err(e)) => Verdict::Fail(e),
         Some(Ok(reply)) => match reply.outcome {
             Ok(raw) => from_result(&raw),
             Err(error) if is_modern_error(&error) => from_modern_error(error),
-            Err(_) => Verdict::Legacy,
+            Err(error) => Verdict::Legacy(format!(
+                "it answered server/discover with JSON-RPC error {} ({})",
+                error.code, error.message
+            )),
         },
     }
 }
@@ -187,15 +238,25 @@ pub(crate) fn classify_http(answer: Result<Reply, Error>) -> Verdict {
                 Err(error) if is_refusal(status) => {
                     Verdict::Fail(HttpError::status(status, error.message.as_bytes()).into())
                 }
-                Err(_) => Verdict::Legacy,
+                Err(error) => Verdict::Legacy(format!(
+                    "it answered server/discover with HTTP {} and JSON-RPC error {} ({})",
+                    status.as_u16(),
+                    error.code,
+                    error.message
+                )),
             }
         }
-        Err(Error::Http(HttpError::Status {
-            status: StatusCode::BAD_REQUEST | StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED,
-            ..
-        })) => Verdict::Legacy,
+        Err(Error::Http(
+            e @ HttpError::Status {
+                status:
+                    StatusCode::BAD_REQUEST | StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED,
+                ..
+            },
+        )) => Verdict::Legacy(format!("it answered server/discover with {e}")),
         // A body that is not JSON-RPC on a 2xx: not a modern server.
-        Err(Error::InvalidServerBehaviour(_)) => Verdict::Legacy,
+        Err(Error::InvalidServerBehaviour(e)) => Verdict::Legacy(format!(
+            "its answer to server/discover is not a modern one ({e})"
+        )),
         Err(e) => Verdict::Fail(e),
     }
 }
@@ -319,14 +380,14 @@ mod tests {
         for code in [-32601, -32602, -32600, -32000, -32603] {
             assert!(matches!(
                 classify_stdio(Some(Ok(reply(200, error(code))))),
-                Verdict::Legacy
+                Verdict::Legacy(_)
             ));
         }
-        assert!(matches!(classify_stdio(None), Verdict::Legacy));
+        assert!(matches!(classify_stdio(None), Verdict::Legacy(_)));
         // A result that is not a DiscoverResult is not a modern answer.
         assert!(matches!(
             classify_stdio(Some(Ok(reply(200, json!({"result": {}}))))),
-            Verdict::Legacy
+            Verdict::Legacy(_)
         ));
         // A transport failure decides nothing.
         assert!(matches!(
@@ -359,15 +420,15 @@ mod tests {
         // 400 with a non-modern error (a legacy "no session" -32000, or -32602) is legacy.
         assert!(matches!(
             classify_http(Ok(reply(400, error(-32000)))),
-            Verdict::Legacy
+            Verdict::Legacy(_)
         ));
         assert!(matches!(
             classify_http(Ok(reply(400, error(-32602)))),
-            Verdict::Legacy
+            Verdict::Legacy(_)
         ));
         assert!(matches!(
             classify_http(Ok(reply(405, error(-32000)))),
-            Verdict::Legacy
+            Verdict::Legacy(_)
         ));
         // A JSON-RPC error on a refusal status is the refusal: an HTTP error, not a fallback.
         for status in [401, 403, 421] {
@@ -380,7 +441,7 @@ mod tests {
         }
         for status in [400, 404, 405] {
             let e = HttpError::status(StatusCode::from_u16(status).unwrap(), b"");
-            assert!(matches!(classify_http(Err(e.into())), Verdict::Legacy));
+            assert!(matches!(classify_http(Err(e.into())), Verdict::Legacy(_)));
         }
         for status in [401, 500, 502] {
             let e = HttpError::status(StatusCode::from_u16(status).unwrap(), b"");

@@ -104,6 +104,19 @@ pub enum Error {
         /// What this client speaks.
         ours: Vec<&'static str>,
     },
+    /// The connection was forced to the modern era ([`EraChoice::Modern`]) and the server answered
+    /// the `server/discover` probe as a handshake-era (2025) server does; `initialize` was not
+    /// tried.
+    ///
+    /// [`EraChoice::Modern`]: crate::EraChoice::Modern
+    #[error(
+        "the server does not speak the modern protocol ({}): {answer}",
+        crate::MODERN_VERSIONS.join(", ")
+    )]
+    NotModern {
+        /// What the server answered, in words.
+        answer: String,
+    },
     /// The server does not offer what was asked for (for example `listen` on a legacy server without
     /// a notification stream).
     #[error("not supported by this server: {0}")]
@@ -256,7 +269,9 @@ impl Error {
     /// The class of this error.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Protocol { .. } | Error::InvalidServerBehaviour(_) => ErrorKind::Protocol,
+            Error::Protocol { .. } | Error::InvalidServerBehaviour(_) | Error::NotModern { .. } => {
+                ErrorKind::Protocol
+            }
             Error::Io(_)
             | Error::Http(_)
             | Error::Spawn { .. }

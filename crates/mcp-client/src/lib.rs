@@ -4,6 +4,7 @@
 //! (Streamable HTTP) or [`ClientBuilder::connect_stream`] (the stdio framing over any byte stream).
 //! Connecting detects the server's era: modern first (`server/discover`), then the legacy
 //! `initialize` handshake when the answer says so; every call then works the same way in both eras.
+//! [`ClientBuilder::era`] forces one era instead ([`EraChoice`]).
 //!
 //! - One typed call per method ([`Client::call_tool`], [`Client::read_resource`], ...), each a
 //!   [`Request`] that takes per-call options (progress and log callbacks, timeouts, the result as
@@ -64,10 +65,11 @@ mod handlers;
 mod listen;
 mod methods;
 mod request;
+mod result;
 mod transport;
 
 pub use client::{Client, ClientBuilder};
-pub use era::{Era, LEGACY_VERSIONS, MODERN_VERSIONS};
+pub use era::{Era, EraChoice, LEGACY_VERSIONS, MODERN_VERSIONS};
 pub use error::{Error, ErrorKind, StartProblem, Violation};
 pub use handlers::{BoxFuture, HandlerError, InputHandler};
 pub use listen::{ListenEvent, Subscription};

@@ -14,8 +14,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::cache::Cacheable;
-use crate::client::{Hints, Inner, Kind, decode, result_kind};
+use crate::client::{Hints, Inner};
 use crate::request::{Options, Request};
+use crate::result::{Kind, decode, result_kind};
 use crate::{Client, Error, Violation};
 
 /// A page of one of the four paginated lists.

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::NotificationSink;
 use crate::hub::ListenStream;
-use crate::observe::{RequestProbe, Transport};
+use crate::observe::{RequestEra, RequestProbe, Transport};
 use crate::{Principal, Server};
 
 /// A request whose envelope and `_meta` have been checked, ready for [`Server::dispatch`].
@@ -348,11 +348,15 @@ impl Server {
 
     /// [`prepare`](Self::prepare), recording the request's id and method in `probe` as soon as
     /// they are read, so that a request refused here is reported with them.
-    pub fn prepare_observed<'a>(&self, bytes: &'a [u8], probe: &mut RequestProbe) -> Incoming<'a> {
+    pub fn prepare_observed<'a>(
+        &self,
+        bytes: &'a [u8],
+        observed: &mut RequestProbe,
+    ) -> Incoming<'a> {
         let request = match mcp_jsonrpc::decode(bytes) {
             Err(e) => {
                 if let Some(id) = &e.id {
-                    probe.set_id(id);
+                    observed.set_id(id);
                 }
                 return Incoming::Rejected(error_reply(e.id.as_ref(), &e.error, true));
             }
@@ -360,7 +364,7 @@ impl Server {
             Ok(Message::Response(r)) => return Incoming::Response(r),
             Ok(Message::Request(r)) => r,
         };
-        probe.set_request(&request.id, &request.method);
+        observed.set_request(&request.id, &request.method);
         let reject = |e: ErrorObject| Incoming::Rejected(error_reply(Some(&request.id), &e, true));
 
         let mut probe = match request.params {
@@ -384,6 +388,8 @@ impl Server {
         // A request without the modern envelope comes from a handshake-era client: a dual-era
         // server serves it on a legacy session (spec basic/versioning, DIGEST §7.4).
         if !modern && self.serves_legacy() {
+            // Its session, which names the version, is the transport's to find.
+            observed.set_era(RequestEra::Legacy { version: None });
             let name = call_name(&request.method, &probe);
             let call = call_fields(&request.method, &probe);
             return Incoming::Legacy(Prepared {

@@ -2,8 +2,10 @@
 //!
 //! It speaks MCP properly (standard headers, `_meta`, JSON or SSE answers) and counts anything but a
 //! complete, non-error result as an error, by class. Latencies go into an HDR histogram per worker,
-//! merged at the end; workers share only two atomic counters.
+//! merged at the end; workers share only two atomic counters. A handshake-era server is measured
+//! too: each connection does the `initialize` handshake once, then loads its session (era.rs).
 
+mod era;
 mod http;
 mod stats;
 mod stdio;
@@ -17,6 +19,8 @@ use anyhow::{Context as _, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::client::EraArg;
+use era::{Failure, Found, Protocol};
 use stats::{Report, Stats};
 
 #[derive(Args, Debug)]
@@ -77,6 +81,12 @@ pub(crate) struct BenchArgs {
     /// non-zero), e.g. `1%` or `0.01`. By default any failure fails the run.
     #[arg(long, value_name = "SHARE", default_value = "0")]
     max_errors: String,
+    /// Which protocol era to measure: auto probes the server once with server/discover and
+    /// measures a 2025 server as legacy (a server that speaks both is measured as modern);
+    /// modern sends 2026-07-28 requests at once; legacy does the initialize handshake once per
+    /// HTTP connection (or on the stdio process) and loads the session it opens.
+    #[arg(long, value_enum, value_name = "ERA", default_value_t = EraArg::Auto)]
+    era: EraArg,
 }
 
 /// The run's schedule, shared by every worker.
@@ -186,9 +196,16 @@ impl Clock {
     }
 }
 
-fn workload(args: &BenchArgs) -> anyhow::Result<workload::Workload> {
+/// The requests of the run, with the modern envelope or for a legacy session.
+fn workload(args: &BenchArgs, legacy: bool) -> anyhow::Result<workload::Workload> {
     if let Some(spec) = &args.mix {
-        return workload::mix(spec, args.call.as_deref(), &args.args, args.read.as_deref());
+        return workload::mix(
+            spec,
+            args.call.as_deref(),
+            &args.args,
+            args.read.as_deref(),
+            legacy,
+        );
     }
     let chosen = [args.call.is_some(), args.list_tools, args.read.is_some()]
         .iter()
@@ -198,11 +215,11 @@ fn workload(args: &BenchArgs) -> anyhow::Result<workload::Workload> {
         bail!("choose one workload: --call TOOL, --list-tools, --read URI, or --mix SPEC");
     }
     let template = if let Some(name) = &args.call {
-        workload::call(name, &args.args)?
+        workload::call(name, &args.args, legacy)?
     } else if args.list_tools {
-        workload::list_tools()?
+        workload::list_tools(legacy)?
     } else {
-        workload::read(args.read.as_deref().unwrap_or_default())?
+        workload::read(args.read.as_deref().unwrap_or_default(), legacy)?
     };
     Ok(workload::Workload::single(template))
 }
@@ -233,14 +250,12 @@ fn progress(clock: Arc<Clock>, total: Duration, hidden: bool) -> ProgressBar {
 /// expected answer (or the failures stayed within `--max-errors`), else that of the most frequent
 /// error class (1 `isError`, 2 a protocol error, 3 a transport error), and 4 for a usage error.
 pub(crate) async fn run(args: BenchArgs) -> u8 {
-    let workload = match workload(&args) {
-        Ok(w) => Arc::new(w),
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            return crate::client::EXIT_USAGE;
-        }
-    };
-    match measure(&args, workload).await {
+    // Checked before anything is started; built again once the era is known.
+    if let Err(e) = workload(&args, false) {
+        eprintln!("error: {e:#}");
+        return crate::client::EXIT_USAGE;
+    }
+    match measure(&args).await {
         Ok(report) => {
             if args.json {
                 match serde_json::to_string_pretty(&report) {
@@ -263,6 +278,10 @@ pub(crate) async fn run(args: BenchArgs) -> u8 {
             eprintln!("error: {e:#}");
             crate::client::EXIT_TRANSPORT
         }
+        Err(Setup::Protocol(e)) => {
+            eprintln!("error: {e:#}");
+            crate::client::EXIT_PROTOCOL
+        }
     }
 }
 
@@ -270,12 +289,34 @@ pub(crate) async fn run(args: BenchArgs) -> u8 {
 enum Setup {
     Usage(anyhow::Error),
     Transport(anyhow::Error),
+    /// The server answered the handshake with an error.
+    Protocol(anyhow::Error),
 }
 
-async fn measure(args: &BenchArgs, workload: Arc<workload::Workload>) -> Result<Report, Setup> {
+impl From<Failure> for Setup {
+    fn from(failure: Failure) -> Self {
+        let hint = "the legacy handshake failed";
+        match failure {
+            Failure::Protocol(m) => Setup::Protocol(anyhow::anyhow!("{hint}: {m}")),
+            Failure::Transport(m) => Setup::Transport(anyhow::anyhow!("{hint}: {m}")),
+        }
+    }
+}
+
+/// Whether to measure the legacy era: as forced, or as the probe found.
+fn legacy(era: EraArg, found: Option<Found>) -> bool {
+    match era {
+        EraArg::Legacy => true,
+        EraArg::Modern => false,
+        EraArg::Auto => found == Some(Found::Legacy),
+    }
+}
+
+async fn measure(args: &BenchArgs) -> Result<Report, Setup> {
     let max_error_rate =
         parse_rate(&args.max_errors).map_err(|e| Setup::Usage(anyhow::anyhow!(e)))?;
-    let (target, concurrency, stats, clock) = if let Some(url) = &args.url {
+    let workload_for = |legacy: bool| workload(args, legacy).map(Arc::new).map_err(Setup::Usage);
+    let (target, protocol, workload, concurrency, stats, clock) = if let Some(url) = &args.url {
         let extra = args
             .headers
             .iter()
@@ -287,22 +328,74 @@ async fn measure(args: &BenchArgs, workload: Arc<workload::Workload>) -> Result<
             .map_err(Setup::Usage)?;
         let target = Arc::new(http::Target::parse(url, &extra).map_err(Setup::Usage)?);
         // A server that is not there ends the run at once, before any load is timed.
-        target
-            .connect()
-            .await
-            .map_err(|e| Setup::Transport(anyhow::anyhow!("{e:#}; is the server running?")))?;
+        let unreachable =
+            |e: anyhow::Error| Setup::Transport(anyhow::anyhow!("{e:#}; is the server running?"));
+        let found = match args.era {
+            EraArg::Auto => Some(target.probe().await.map_err(unreachable)?),
+            EraArg::Modern | EraArg::Legacy => {
+                target.connect().await.map_err(unreachable)?;
+                None
+            }
+        };
+        let legacy = legacy(args.era, found);
+        let connections = args.connections.max(1);
+        // Each connection's handshake, all done before the clock starts.
+        let mut sessions = Vec::with_capacity(connections);
+        let mut protocol = Protocol::modern();
+        if legacy {
+            let handshakes: Vec<_> = (0..connections)
+                .map(|_| {
+                    let target = target.clone();
+                    tokio::spawn(async move {
+                        let mut sender = target
+                            .connect()
+                            .await
+                            .map_err(|e| Failure::Transport(format!("{e:#}")))?;
+                        let (protocol, session) = target.handshake(&mut sender).await?;
+                        Ok::<_, Failure>((protocol, session, sender))
+                    })
+                })
+                .collect();
+            let mut failed = None;
+            for handshake in handshakes {
+                match handshake.await {
+                    Ok(Ok((p, session, sender))) => {
+                        protocol = p;
+                        sessions.push((session, Some(sender)));
+                    }
+                    Ok(Err(e)) => failed = failed.or(Some(Setup::from(e))),
+                    Err(e) => {
+                        let e = anyhow::Error::new(e).context("a handshake failed");
+                        failed = failed.or(Some(Setup::Transport(e)));
+                    }
+                }
+            }
+            if let Some(failed) = failed {
+                // The sessions already open would otherwise wait for the server's idle limit.
+                for (session, sender) in sessions {
+                    target.end(sender, &session).await;
+                }
+                return Err(failed);
+            }
+        } else {
+            sessions.resize_with(connections, || (target.modern(), None));
+        }
+        let workload = workload_for(legacy)?;
         let clock = Arc::new(Clock::new(args.warmup, args.duration, args.requests));
         let bar = progress(
             clock.clone(),
             args.warmup + args.duration,
             args.requests.is_some() || args.json,
         );
-        let workers: Vec<_> = (0..args.connections.max(1))
-            .map(|_| {
+        let workers: Vec<_> = sessions
+            .into_iter()
+            .map(|(session, sender)| {
                 tokio::spawn(http::worker(
                     target.clone(),
                     workload.clone(),
                     clock.clone(),
+                    session,
+                    sender,
                 ))
             })
             .collect();
@@ -315,27 +408,44 @@ async fn measure(args: &BenchArgs, workload: Arc<workload::Workload>) -> Result<
             );
         }
         bar.finish_and_clear();
-        (url.clone(), args.connections.max(1), total, clock)
+        (url.clone(), protocol, workload, connections, total, clock)
     } else {
         let command = args.stdio.clone().unwrap_or_default();
+        let mut server =
+            stdio::Server::start(&command, args.server_stderr).map_err(Setup::Transport)?;
+        let found = match args.era {
+            EraArg::Auto => Some(server.probe().await.map_err(Setup::Transport)?),
+            EraArg::Modern | EraArg::Legacy => None,
+        };
+        let protocol = if legacy(args.era, found) {
+            Protocol {
+                legacy: true,
+                version: server.handshake().await?,
+            }
+        } else {
+            Protocol::modern()
+        };
+        let workload = workload_for(protocol.legacy)?;
         let clock = Arc::new(Clock::new(args.warmup, args.duration, args.requests));
         let bar = progress(
             clock.clone(),
             args.warmup + args.duration,
             args.requests.is_some() || args.json,
         );
-        let stats = stdio::run(
-            &command,
-            args.in_flight,
-            workload.clone(),
-            clock.clone(),
-            args.server_stderr,
-        )
-        .await
-        .map_err(Setup::Transport)?;
+        let stats = server
+            .load(
+                args.in_flight,
+                workload.clone(),
+                clock.clone(),
+                protocol.legacy,
+            )
+            .await
+            .map_err(Setup::Transport)?;
         bar.finish_and_clear();
         (
             format!("stdio: {command}"),
+            protocol,
+            workload,
             args.in_flight.max(1),
             stats,
             clock,
@@ -343,6 +453,7 @@ async fn measure(args: &BenchArgs, workload: Arc<workload::Workload>) -> Result<
     };
     Ok(Report::new(
         target,
+        (protocol.era(), protocol.version),
         workload.describe(),
         concurrency,
         &stats,

@@ -131,8 +131,8 @@ pub(crate) fn exit_code(class: &str) -> u8 {
 
 /// A hint for an error class, from its name and the sample answer.
 pub(crate) fn hint(class: &str, sample: &str) -> Option<&'static str> {
-    let legacy = "this looks like a handshake-era (2025) server; mcp bench measures servers of \
-                  revision 2026-07-28";
+    let legacy = "this looks like a handshake-era (2025) server: measure it with --era legacy (or \
+                  leave out --era modern)";
     let lower = sample.to_ascii_lowercase();
     if class == "missing_result_type"
         || (class.starts_with("http_4")
@@ -174,8 +174,9 @@ struct ResultProbe<'a> {
 }
 
 /// Checks one JSON-RPC message that should be the final response to request `id`: anything but a
-/// complete, non-error result is an error, named by its class.
-pub(crate) fn check_response(message: &[u8], id: u64) -> Result<(), String> {
+/// complete, non-error result is an error, named by its class. A legacy session's results have no
+/// `resultType` (the handshake era has none), which a modern result must have.
+pub(crate) fn check_response(message: &[u8], id: u64, legacy: bool) -> Result<(), String> {
     let expected = Id::Int(i64::try_from(id).unwrap_or(i64::MAX));
     match mcp_jsonrpc::decode(message) {
         Ok(Message::Response(r)) => {
@@ -190,6 +191,7 @@ pub(crate) fn check_response(message: &[u8], id: u64) -> Result<(), String> {
                         Some("complete") => Ok(()),
                         Some("input_required") => Err("input_required".to_owned()),
                         Some(_) => Err("unknown_result_type".to_owned()),
+                        None if legacy => Ok(()),
                         None => Err("missing_result_type".to_owned()),
                     },
                     Err(_) => Err("invalid_result".to_owned()),
@@ -205,6 +207,10 @@ pub(crate) fn check_response(message: &[u8], id: u64) -> Result<(), String> {
 #[derive(Debug, Serialize)]
 pub(crate) struct Report {
     pub(crate) target: String,
+    /// `modern`, or `legacy` for a handshake-era session per connection.
+    pub(crate) era: &'static str,
+    /// The revision measured: 2026-07-28, or the one `initialize` settled on.
+    pub(crate) protocol_version: String,
     pub(crate) workload: String,
     pub(crate) concurrency: usize,
     pub(crate) requests: u64,
@@ -236,8 +242,10 @@ pub(crate) struct Latency {
 }
 
 impl Report {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         target: String,
+        era: (&'static str, String),
         workload: String,
         concurrency: usize,
         stats: &Stats,
@@ -281,6 +289,8 @@ impl Report {
         };
         Report {
             target,
+            era: era.0,
+            protocol_version: era.1,
             workload,
             concurrency,
             requests: stats.total(),
@@ -306,6 +316,14 @@ impl Report {
     pub(crate) fn print_human(&self) {
         let ms = |us: u64| us as f64 / 1000.0;
         println!("target      {}", self.target);
+        if self.era == "legacy" {
+            println!(
+                "protocol    {} (legacy: initialize once per connection)",
+                self.protocol_version
+            );
+        } else {
+            println!("protocol    {} (modern)", self.protocol_version);
+        }
         println!("workload    {}", self.workload);
         println!("concurrency {}", self.concurrency);
         println!(
@@ -347,15 +365,37 @@ mod tests {
     #[test]
     fn responses_are_classified() {
         let ok = br#"{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","content":[]}}"#;
-        assert_eq!(check_response(ok, 7), Ok(()));
-        assert_eq!(check_response(ok, 8), Err("wrong_id".into()));
+        assert_eq!(check_response(ok, 7, false), Ok(()));
+        assert_eq!(check_response(ok, 8, false), Err("wrong_id".into()));
         let tool = br#"{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","isError":true,"content":[]}}"#;
-        assert_eq!(check_response(tool, 7), Err("tool_is_error".into()));
+        assert_eq!(check_response(tool, 7, false), Err("tool_is_error".into()));
         let err = br#"{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"x"}}"#;
-        assert_eq!(check_response(err, 7), Err("jsonrpc_-32602".into()));
+        assert_eq!(check_response(err, 7, false), Err("jsonrpc_-32602".into()));
         let legacy = br#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#;
-        assert_eq!(check_response(legacy, 7), Err("missing_result_type".into()));
-        assert_eq!(check_response(b"nope", 7), Err("invalid_json".into()));
+        assert_eq!(
+            check_response(legacy, 7, false),
+            Err("missing_result_type".into())
+        );
+        assert_eq!(
+            check_response(b"nope", 7, false),
+            Err("invalid_json".into())
+        );
+    }
+
+    #[test]
+    fn legacy_results_count_as_success_and_their_errors_as_errors() {
+        let ok = br#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#;
+        assert_eq!(check_response(ok, 7, true), Ok(()));
+        assert_eq!(check_response(ok, 6, true), Err("wrong_id".into()));
+        let tool = br#"{"jsonrpc":"2.0","id":7,"result":{"isError":true,"content":[]}}"#;
+        assert_eq!(check_response(tool, 7, true), Err("tool_is_error".into()));
+        let err = br#"{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"x"}}"#;
+        assert_eq!(check_response(err, 7, true), Err("jsonrpc_-32601".into()));
+        let request = br#"{"jsonrpc":"2.0","id":7,"method":"roots/list"}"#;
+        assert_eq!(
+            check_response(request, 7, true),
+            Err("not_a_response".into())
+        );
     }
 
     #[test]
@@ -394,6 +434,7 @@ mod tests {
     fn report(stats: &Stats, max: f64) -> Report {
         Report::new(
             "t".into(),
+            ("modern", "2026-07-28".into()),
             "w".into(),
             1,
             stats,

@@ -1,5 +1,7 @@
 //! What `mcp bench` sends: pre-encoded request bodies with a slot for the id, and the matching HTTP
-//! headers, so generating a request costs a copy and an integer format.
+//! headers, so generating a request costs a copy and an integer format. A modern request carries
+//! its `_meta` envelope; a legacy one (a handshake-era session) carries none, since `initialize`
+//! settled what it says.
 
 use anyhow::{Context as _, bail};
 use bytes::Bytes;
@@ -56,6 +58,39 @@ fn meta() -> Value {
     })
 }
 
+/// `params` with the modern envelope added, unless the requests go to a legacy session.
+fn with_meta(mut params: Value, legacy: bool) -> Value {
+    if !legacy && let Some(map) = params.as_object_mut() {
+        map.insert("_meta".to_owned(), meta());
+    }
+    params
+}
+
+/// The era-probe request: a modern `server/discover` (spec 2026-07-28 basic/versioning).
+pub(crate) fn discover() -> anyhow::Result<Template> {
+    Template::new(
+        "server/discover",
+        with_meta(json!({}), false),
+        "server/discover".to_owned(),
+    )
+}
+
+/// The legacy handshake's `initialize` request, offering the newest legacy revision.
+pub(crate) fn initialize() -> anyhow::Result<Template> {
+    Template::new(
+        "initialize",
+        json!({
+            "protocolVersion": mcp_client::LEGACY_VERSIONS[0],
+            "capabilities": {},
+            "clientInfo": {"name": "mcp-bench", "version": env!("CARGO_PKG_VERSION")},
+        }),
+        "initialize".to_owned(),
+    )
+}
+
+/// The notification that ends the legacy handshake.
+pub(crate) const INITIALIZED: &[u8] = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
 /// The weighted mix of templates, expanded into a deterministic rotation.
 #[derive(Debug, Clone)]
 pub(crate) struct Workload {
@@ -87,32 +122,32 @@ impl Workload {
 }
 
 /// `tools/call` of `name` with `arguments`.
-pub(crate) fn call(name: &str, arguments: &str) -> anyhow::Result<Template> {
+pub(crate) fn call(name: &str, arguments: &str, legacy: bool) -> anyhow::Result<Template> {
     let arguments: Value = serde_json::from_str(arguments).context("--args is not JSON")?;
     if !arguments.is_object() {
         bail!("--args must be a JSON object");
     }
     Template::new(
         "tools/call",
-        json!({"name": name, "arguments": arguments, "_meta": meta()}),
+        with_meta(json!({"name": name, "arguments": arguments}), legacy),
         format!("tools/call {name}"),
     )
 }
 
 /// `tools/list`.
-pub(crate) fn list_tools() -> anyhow::Result<Template> {
+pub(crate) fn list_tools(legacy: bool) -> anyhow::Result<Template> {
     Template::new(
         "tools/list",
-        json!({"_meta": meta()}),
+        with_meta(json!({}), legacy),
         "tools/list".to_owned(),
     )
 }
 
 /// `resources/read` of `uri`.
-pub(crate) fn read(uri: &str) -> anyhow::Result<Template> {
+pub(crate) fn read(uri: &str, legacy: bool) -> anyhow::Result<Template> {
     Template::new(
         "resources/read",
-        json!({"uri": uri, "_meta": meta()}),
+        with_meta(json!({"uri": uri}), legacy),
         format!("resources/read {uri}"),
     )
 }
@@ -124,6 +159,7 @@ pub(crate) fn mix(
     call_name: Option<&str>,
     call_args: &str,
     read_uri: Option<&str>,
+    legacy: bool,
 ) -> anyhow::Result<Workload> {
     let mut templates = Vec::new();
     let mut rotation = Vec::new();
@@ -140,9 +176,13 @@ pub(crate) fn mix(
             "call" => call(
                 call_name.context("--mix with `call` needs --call NAME")?,
                 call_args,
+                legacy,
             )?,
-            "list" => list_tools()?,
-            "read" => read(read_uri.context("--mix with `read` needs --read URI")?)?,
+            "list" => list_tools(legacy)?,
+            "read" => read(
+                read_uri.context("--mix with `read` needs --read URI")?,
+                legacy,
+            )?,
             other => bail!("--mix: unknown kind {other:?} (use call, list, read)"),
         };
         let index = templates.len();
@@ -177,23 +217,46 @@ mod tests {
 
     #[test]
     fn bodies_are_valid_requests_with_the_id() {
-        let t = call("echo", r#"{"text":"hi"}"#).unwrap();
+        let t = call("echo", r#"{"text":"hi"}"#, false).unwrap();
         let body = t.body(42);
         let v: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(v["id"], 42);
         assert_eq!(v["params"]["name"], "echo");
+        assert_eq!(
+            v["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+            mcp_types::LATEST_PROTOCOL_VERSION
+        );
         assert_eq!(t.name_header.as_ref().unwrap(), "echo");
-        assert!(list_tools().unwrap().name_header.is_none());
+        assert!(list_tools(false).unwrap().name_header.is_none());
+    }
+
+    #[test]
+    fn legacy_bodies_have_no_envelope() {
+        let v: Value =
+            serde_json::from_slice(&call("echo", r#"{"text":"hi"}"#, true).unwrap().body(7))
+                .unwrap();
+        assert_eq!(
+            v["params"],
+            json!({"name": "echo", "arguments": {"text": "hi"}})
+        );
+        let v: Value = serde_json::from_slice(&list_tools(true).unwrap().body(8)).unwrap();
+        assert_eq!(v["params"], json!({}));
+        let v: Value = serde_json::from_slice(&initialize().unwrap().body(0)).unwrap();
+        assert_eq!(v["method"], "initialize");
+        assert_eq!(v["params"]["protocolVersion"], "2025-11-25");
+        assert!(v["params"].get("_meta").is_none());
+        let v: Value = serde_json::from_slice(INITIALIZED).unwrap();
+        assert!(v.get("id").is_none());
     }
 
     #[test]
     fn mixes_keep_their_proportions() {
-        let w = mix("call=3,list=1", Some("echo"), "{}", None).unwrap();
+        let w = mix("call=3,list=1", Some("echo"), "{}", None, false).unwrap();
         let picks: Vec<&str> = (0..8).map(|n| w.pick(n).method).collect();
         assert_eq!(picks.iter().filter(|m| **m == "tools/call").count(), 6);
         assert_eq!(picks[0], "tools/call");
         assert_eq!(picks[1], "tools/list");
-        assert!(mix("call=1", None, "{}", None).is_err());
-        assert!(mix("bogus", None, "{}", None).is_err());
+        assert!(mix("call=1", None, "{}", None, false).is_err());
+        assert!(mix("bogus", None, "{}", None, false).is_err());
     }
 }

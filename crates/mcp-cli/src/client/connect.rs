@@ -13,7 +13,7 @@ use mcp_types::{
 use super::output::Style;
 use super::progress::Progress;
 use super::prompt::{self, Asker};
-use super::{CliError, Common, roots, words};
+use super::{CliError, Common, EraArg, roots, words};
 
 /// The longest a request may run, whatever progress says, unless `--timeout` is longer.
 const HARD_MAX: Duration = Duration::from_secs(600);
@@ -52,7 +52,8 @@ pub(crate) async fn connect(common: &Common, progress: &Progress) -> Result<Clie
         )
         .timeout(timeout)
         .max_request_time(HARD_MAX.max(timeout))
-        .probe_timeout(PROBE_MAX.min(timeout));
+        .probe_timeout(PROBE_MAX.min(timeout))
+        .era(common.era.into());
 
     if common.no_input {
         builder = builder
@@ -122,6 +123,10 @@ pub(crate) async fn connect(common: &Common, progress: &Progress) -> Result<Clie
             Stderr::Capture
         };
         let connecting = builder.stderr(stderr).connect_stdio(command);
+        if common.era != EraArg::Auto {
+            // No fallback to wait for: a forced era has one wait, the probe's or initialize's.
+            return Ok(connecting.await?);
+        }
         tokio::pin!(connecting);
         // A server silent through the era probe gets the legacy handshake and the whole
         // --timeout; say so rather than wait without a word (its stderr is kept meanwhile).

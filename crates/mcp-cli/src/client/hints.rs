@@ -63,6 +63,13 @@ fn hint(error: &mcp_client::Error, common: &Common) -> Option<String> {
         mcp_client::Error::Http(http) => http,
         mcp_client::Error::ServerStart { .. } => return Some(stdio_hint(common)),
         mcp_client::Error::Protocol { method, error } => return protocol_hint(method, error),
+        mcp_client::Error::NotModern { .. } => {
+            return Some(
+                "it looks like a handshake-era (2025) server: leave out --era modern, or use \
+                 --era legacy"
+                    .to_owned(),
+            );
+        }
         _ => return None,
     };
     let url = common
@@ -174,6 +181,10 @@ fn protocol_hint(method: &str, error: &ErrorObject) -> Option<String> {
                     required.join(", ")
                 ))
             }
+        }
+        // Only a modern-only server answers initialize with the versions it speaks.
+        code::UNSUPPORTED_PROTOCOL_VERSION if method == "initialize" => {
+            Some("the server speaks only the modern protocol: leave out --era legacy".to_owned())
         }
         code::METHOD_NOT_FOUND => {
             let feature = method

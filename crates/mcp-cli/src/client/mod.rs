@@ -6,8 +6,8 @@
 //! - 0: success;
 //! - 1: the tool ran and reported an error (`isError`);
 //! - 2: a protocol error: the server answered with a JSON-RPC error, broke the protocol, shares no
-//!   protocol revision with us, or lacks what was asked (e.g. `listen` on a legacy server without
-//!   a stream);
+//!   protocol revision with us, does not speak the era `--era` forced, or lacks what was asked
+//!   (e.g. `listen` on a legacy server without a stream);
 //! - 3: a transport error (cannot connect or start the server, I/O, an HTTP status, the server
 //!   exited) or a local timeout (`--timeout`: the request was cancelled; the server is not blamed);
 //! - 4: a usage or local error (bad arguments, an input handler that failed).
@@ -97,6 +97,35 @@ pub(crate) struct Common {
     /// sent as its canonical file:// URI, or a URI, sent as it is.
     #[arg(long = "root", value_name = "DIR|URI")]
     roots: Vec<String>,
+
+    /// Which protocol era to speak: auto probes with server/discover and falls back to the
+    /// initialize handshake for a 2025 server; modern never sends initialize (a 2025 server is an
+    /// error, exit 2); legacy sends initialize at once, without the probe (a dual-era server then
+    /// serves a 2025 session).
+    #[arg(long, value_enum, value_name = "ERA", default_value_t = EraArg::Auto)]
+    era: EraArg,
+}
+
+/// `--era`, for the client verbs and `mcp bench`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum EraArg {
+    /// Probe, then the handshake when the server is a 2025 one.
+    #[default]
+    Auto,
+    /// Revision 2026-07-28 only.
+    Modern,
+    /// The 2025 handshake (initialize) only.
+    Legacy,
+}
+
+impl From<EraArg> for mcp_client::EraChoice {
+    fn from(era: EraArg) -> Self {
+        match era {
+            EraArg::Auto => mcp_client::EraChoice::Auto,
+            EraArg::Modern => mcp_client::EraChoice::Modern,
+            EraArg::Legacy => mcp_client::EraChoice::Legacy,
+        }
+    }
 }
 
 /// The client verbs.

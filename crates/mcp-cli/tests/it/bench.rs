@@ -1,12 +1,13 @@
 //! `mcp bench` run as a user would: against the fixture over loopback HTTP and stdio, against a
-//! port where nothing listens, against a wrong path, an unknown tool, and a handshake-era server
-//! (`@modelcontextprotocol/server-everything`). A run passes only when the answers are the
-//! expected ones; otherwise it says what came back and exits non-zero.
+//! port where nothing listens, against a wrong path, an unknown tool, a handshake-era server
+//! (`@modelcontextprotocol/server-everything`, measured as legacy once probed), and `mcp serve`
+//! forced to its legacy side over HTTP (sessions and stateless) and stdio. A run passes only when
+//! the answers are the expected ones; otherwise it says what came back and exits non-zero.
 
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::harness::{HttpServer, mcp, stdio_server};
+use crate::harness::{Everything, HttpServer, everything_stdio, mcp, stdio_server};
+use crate::serve::support::{Serve, TempDir, mcp_in, stdio_serve};
 
 /// A loopback port where nothing listens.
 fn closed_port() -> u16 {
@@ -66,17 +67,33 @@ fn a_good_run_passes_and_a_request_limit_is_exact() {
     assert_eq!(report["ok"], 500, "{report}");
     assert_eq!(report["passed"], true, "{report}");
     assert_eq!(report["exit_code"], 0, "{report}");
+    // The fixture speaks both eras: probed, it is measured as modern.
+    assert_eq!(report["era"], "modern", "{report}");
+    assert_eq!(report["protocol_version"], "2026-07-28", "{report}");
 }
 
 #[test]
 fn a_wrong_path_fails_the_run_and_shows_the_answer() {
     let server = HttpServer::start();
     let url = server.url.replace("/mcp", "/nope");
+    // Probed, a bare 404 may be a handshake-era server (spec basic/versioning): the handshake
+    // fails, with the hint.
+    let run = mcp(&["bench", "--url", &url, "--list-tools", "-n", "5"], "");
+    run.expect_code(3);
+    assert!(
+        run.stderr
+            .contains("the legacy handshake failed: initialize: HTTP 404")
+            && run.stderr.contains("is the URL's path right"),
+        "{}",
+        run.stderr
+    );
     let run = mcp(
         &[
             "bench",
             "--url",
             &url,
+            "--era",
+            "modern",
             "--list-tools",
             "-d",
             "300ms",
@@ -229,28 +246,97 @@ fn over_stdio_a_good_run_passes() {
     assert_eq!(run.json()["requests"], 200);
 }
 
-/// server-everything, the handshake-era reference server, from the installed peers.
-fn everything() -> (PathBuf, PathBuf) {
-    let peers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../peers");
-    let node = peers.join("node_modules/.bin/node");
-    let script = peers.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(
-        node.exists() && script.exists(),
-        "the peers are not installed under {}: run scripts/peers-install",
-        peers.display()
-    );
-    (node, script)
+/// The JSON report of a run that must pass with exactly `n` requests, all answered as expected.
+#[track_caller]
+fn passed(run: &crate::harness::Run, n: u64, era: &str) -> serde_json::Value {
+    run.expect_code(0);
+    let report = run.json();
+    assert_eq!(report["requests"], n, "{report}");
+    assert_eq!(report["ok"], n, "{report}");
+    assert_eq!(report["errors"], serde_json::json!({}), "{report}");
+    assert_eq!(report["passed"], true, "{report}");
+    assert_eq!(report["era"], era, "{report}");
+    report
 }
 
 #[test]
-fn a_handshake_era_server_over_stdio_fails_the_run_with_a_hint() {
-    let (node, script) = everything();
-    let command = format!("'{}' '{}' stdio", node.display(), script.display());
+fn a_handshake_era_server_over_stdio_is_probed_and_measured_as_legacy() {
     let run = mcp(
         &[
             "bench",
             "--stdio",
-            &command,
+            &everything_stdio(),
+            "--list-tools",
+            "-n",
+            "50",
+            "--warmup",
+            "0s",
+            "--json",
+        ],
+        "",
+    );
+    let report = passed(&run, 50, "legacy");
+    assert_eq!(report["protocol_version"], "2025-11-25", "{report}");
+}
+
+#[test]
+fn a_handshake_era_server_over_http_is_probed_and_measured_per_connection_session() {
+    let server = Everything::start();
+    let run = mcp(
+        &[
+            "bench",
+            "--url",
+            &server.url,
+            "--mix",
+            "list=1,call=1",
+            "--call",
+            "get-sum",
+            "--args",
+            r#"{"a": 2, "b": 3}"#,
+            "-c",
+            "4",
+            "-n",
+            "60",
+            "--warmup",
+            "0s",
+            "--json",
+        ],
+        "",
+    );
+    let report = passed(&run, 60, "legacy");
+    assert_eq!(report["protocol_version"], "2025-11-25", "{report}");
+    // The human report says which era was measured.
+    let run = mcp(
+        &[
+            "bench",
+            "--url",
+            &server.url,
+            "--list-tools",
+            "-n",
+            "10",
+            "--warmup",
+            "0s",
+        ],
+        "",
+    );
+    run.expect_code(0);
+    assert!(
+        run.stdout
+            .contains("protocol    2025-11-25 (legacy: initialize once per connection)"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_handshake_era_server_forced_modern_over_stdio_fails_the_run_with_a_hint() {
+    let run = mcp(
+        &[
+            "bench",
+            "--stdio",
+            &everything_stdio(),
+            "--era",
+            "modern",
             "--list-tools",
             "-n",
             "20",
@@ -260,36 +346,23 @@ fn a_handshake_era_server_over_stdio_fails_the_run_with_a_hint() {
         "",
     );
     run.expect_code(2);
-    assert!(run.stdout.contains("handshake-era"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("handshake-era") && run.stdout.contains("--era legacy"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]
-fn a_handshake_era_server_over_http_fails_the_run_with_a_hint() {
-    let (node, script) = everything();
-    let port = closed_port();
-    let mut child = std::process::Command::new(node)
-        .arg(script)
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("server-everything starts");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "server-everything did not listen"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let url = format!("http://127.0.0.1:{port}/mcp");
+fn a_handshake_era_server_forced_modern_over_http_fails_the_run() {
+    let server = Everything::start();
     let run = mcp(
         &[
             "bench",
             "--url",
-            &url,
+            &server.url,
+            "--era",
+            "modern",
             "--list-tools",
             "-n",
             "20",
@@ -299,14 +372,150 @@ fn a_handshake_era_server_over_http_fails_the_run_with_a_hint() {
         ],
         "",
     );
-    let _ = child.kill();
-    let _ = child.wait();
     run.expect_code(3);
     let report = run.json();
     assert_eq!(report["passed"], false, "{report}");
+    assert_eq!(report["era"], "modern", "{report}");
     let samples = report["error_samples"].as_object().expect("samples");
     assert!(
         samples.keys().any(|k| k.starts_with("http_400")),
         "{report}"
     );
+}
+
+/// `mcp bench --era legacy` against `serve`: `n` requests of a mix of calls and lists over 4
+/// connections.
+fn bench_legacy_http(serve: &Serve, n: u64) -> crate::harness::Run {
+    mcp(
+        &[
+            "bench",
+            "--url",
+            &serve.url,
+            "--era",
+            "legacy",
+            "--mix",
+            "call=3,list=1",
+            "--call",
+            "list_tables",
+            "-c",
+            "4",
+            "-n",
+            &n.to_string(),
+            "--warmup",
+            "50ms",
+            "--json",
+        ],
+        "",
+    )
+}
+
+#[test]
+fn mcp_serve_forced_legacy_over_http_sessions_passes_and_ends_its_sessions() {
+    let scratch = TempDir::new();
+    // Room for one run's sessions only: the second run passes only if the first ended its own.
+    let serve = Serve::start(&scratch.join("data"), &["--max-sessions", "4"]);
+    for _ in 0..2 {
+        let report = passed(&bench_legacy_http(&serve, 400), 400, "legacy");
+        assert_eq!(report["protocol_version"], "2025-11-25", "{report}");
+    }
+}
+
+#[test]
+fn a_handshake_refused_for_want_of_sessions_ends_the_run_and_the_sessions_it_opened() {
+    let scratch = TempDir::new();
+    let serve = Serve::start(&scratch.join("data"), &["--max-sessions", "2"]);
+    let bench = |connections: &str| {
+        mcp(
+            &[
+                "bench",
+                "--url",
+                &serve.url,
+                "--era",
+                "legacy",
+                "--list-tools",
+                "-c",
+                connections,
+                "-n",
+                "20",
+                "--json",
+            ],
+            "",
+        )
+    };
+    // Four connections, room for two sessions: two handshakes get 503.
+    let run = bench("4");
+    run.expect_code(3);
+    assert!(
+        run.stderr
+            .contains("the legacy handshake failed: initialize: HTTP 503"),
+        "{}",
+        run.stderr
+    );
+    // The two sessions it did open were ended: two connections find room.
+    passed(&bench("2"), 20, "legacy");
+}
+
+#[test]
+fn mcp_serve_forced_legacy_over_stateless_http_passes() {
+    let scratch = TempDir::new();
+    let serve = Serve::start(&scratch.join("data"), &["--legacy-http", "stateless"]);
+    passed(&bench_legacy_http(&serve, 300), 300, "legacy");
+}
+
+#[test]
+fn mcp_serve_forced_legacy_over_stdio_passes() {
+    let scratch = TempDir::new();
+    let data = scratch.join("data");
+    let run = mcp_in(
+        &data,
+        &[
+            "bench",
+            "--stdio",
+            &stdio_serve(&[]),
+            "--era",
+            "legacy",
+            "--call",
+            "list_tables",
+            "-n",
+            "300",
+            "--warmup",
+            "0s",
+            "--json",
+        ],
+        "",
+    );
+    passed(&run, 300, "legacy");
+    // Without --era, the same server is probed and measured as modern.
+    let run = mcp_in(
+        &data,
+        &[
+            "bench",
+            "--stdio",
+            &stdio_serve(&[]),
+            "--call",
+            "list_tables",
+            "-n",
+            "100",
+            "--warmup",
+            "0s",
+            "--json",
+        ],
+        "",
+    );
+    passed(&run, 100, "modern");
+}
+
+#[test]
+fn a_modern_only_server_refuses_the_legacy_handshake() {
+    let scratch = TempDir::new();
+    let serve = Serve::start(&scratch.join("data"), &["--eras", "modern"]);
+    let run = bench_legacy_http(&serve, 10);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("the legacy handshake failed: initialize: JSON-RPC error -32022"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
 }

@@ -450,3 +450,69 @@ pub fn canned_http(response: &'static str, path: &str) -> String {
     });
     format!("http://{addr}{path}")
 }
+
+/// server-everything, the handshake-era reference server (TypeScript SDK v1), from the installed
+/// peers: the node binary and the script.
+pub fn everything() -> (PathBuf, PathBuf) {
+    let peers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../peers");
+    let node = peers.join("node_modules/.bin/node");
+    let script = peers.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        node.exists() && script.exists(),
+        "the peers are not installed under {}: run scripts/peers-install",
+        peers.display()
+    );
+    (node, script)
+}
+
+/// The `--stdio` command line of server-everything.
+pub fn everything_stdio() -> String {
+    let (node, script) = everything();
+    format!("'{}' '{}' stdio", node.display(), script.display())
+}
+
+/// server-everything over Streamable HTTP (session mode) on a free loopback port, killed when
+/// dropped.
+pub struct Everything {
+    child: Child,
+    pub url: String,
+}
+
+impl Everything {
+    pub fn start() -> Everything {
+        let (node, script) = everything();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let child = Command::new(node)
+            .arg(script)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("server-everything starts");
+        let server = Everything {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "server-everything did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        server
+    }
+}
+
+impl Drop for Everything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

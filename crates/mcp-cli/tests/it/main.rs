@@ -5,6 +5,7 @@
 
 mod arguments;
 mod bench;
+mod era;
 mod harness;
 mod hints;
 mod hosts;

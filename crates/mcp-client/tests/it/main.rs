@@ -4,6 +4,7 @@
 
 mod cache;
 mod calls;
+mod era;
 mod fixture;
 mod harness;
 mod http_only;

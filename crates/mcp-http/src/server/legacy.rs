@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
+use mcp_server::observe::RequestEra;
 use mcp_server::{
     LEGACY_VERSIONS, LegacySession, NotificationSink, Outcome, Prepared, Principal, Reply,
     ReplyMessage, RequestIo, RequestProbe,
@@ -435,6 +436,9 @@ impl McpService {
             return match server.legacy_initialize(&req) {
                 Err(reply) => legacy_json(probe, reply),
                 Ok((reply, session)) => {
+                    probe.set_era(RequestEra::Legacy {
+                        version: Some(session.version()),
+                    });
                     let mut id = None;
                     if config.legacy == LegacyMode::Sessions {
                         if !self.inner.sessions.insert(
@@ -466,6 +470,7 @@ impl McpService {
         if let Some(v) = version
             && server.supported_versions().contains(&v)
         {
+            probe.set_era(RequestEra::Modern);
             let reply = server.without_session(&req);
             probe.finish(reply.outcome);
             return super::json_reply(reply);

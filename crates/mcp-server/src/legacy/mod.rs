@@ -35,6 +35,7 @@ pub(crate) use bridge::Outbound;
 pub use events::LegacyNotifications;
 
 use crate::Server;
+use crate::observe::RequestEra;
 use crate::router::{Outcome, Prepared, Reply, ReplyMessage, RequestIo, error_reply};
 
 /// The handshake-era revisions this server speaks, newest first. `initialize` settles on the one
@@ -334,8 +335,13 @@ impl Server {
         &self,
         session: &LegacySession,
         mut req: Prepared<'_>,
-        io: RequestIo<'_>,
+        mut io: RequestIo<'_>,
     ) -> Reply {
+        if let Some(probe) = io.probe_mut() {
+            probe.set_era(RequestEra::Legacy {
+                version: Some(session.version()),
+            });
+        }
         let id = req.id.clone();
         let empty = |server: &Server| {
             Reply::Message(server.result_reply(&id, &json!({}), Outcome::Success))

@@ -16,7 +16,8 @@ pub const LOG_TARGET: &str = "mcp::request";
 /// through `tracing` (the subscriber decides the format and the destination: stderr, on stdio).
 ///
 /// A request event (message `request`, level INFO, WARN for an internal error) has the fields
-/// `transport`, `id`, `method`, `tool` / `prompt` / `uri` where the method names one, `outcome`
+/// `transport`, `era` (`modern` or `legacy`), `legacy_version` for a legacy request served on a
+/// session (the revision it settled), `id`, `method`, `tool` / `prompt` / `uri` where the method names one, `outcome`
 /// (`success`, `tool_error`, `input_required`, `error`, `rejected`, `cancelled`), `code` for a
 /// JSON-RPC error, `status` for an HTTP-level refusal, and `duration_us`. Client-supplied strings
 /// are recorded as `&str` values, which subscribers quote and escape, so a name cannot forge a line.
@@ -78,6 +79,8 @@ impl RequestObserver for RequestLog {
                     target: LOG_TARGET,
                     $level,
                     transport = r.transport.as_str(),
+                    era = r.era.as_str(),
+                    legacy_version = r.era.legacy_version(),
                     id = r.id.map(display),
                     method = r.method_name(),
                     tool,

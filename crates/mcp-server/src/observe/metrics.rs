@@ -1,8 +1,8 @@
 //! [`Metrics`]: counters, gauges and latency histograms over the observer hook, rendered in the
 //! Prometheus text exposition format (version 0.0.4).
 //!
-//! Every series the hot path touches is an atomic at a fixed index: the method and the outcome
-//! class are small enums, error codes and HTTP statuses map onto short fixed lists, so recording a
+//! Every series the hot path touches is an atomic at a fixed index: the era, the method and the
+//! outcome class are small enums, error codes and HTTP statuses map onto short fixed lists, so recording a
 //! request is a handful of relaxed atomic adds with no lookup, no lock and no allocation. The
 //! per-request counters (outcomes, latency buckets, in-flight) are sharded by thread, each shard on
 //! cache lines of its own, so that runtime workers on different cores do not bounce one line
@@ -25,7 +25,7 @@ use mcp_jsonrpc::{Id, code};
 
 use super::connections::ConnectionStats;
 use super::{
-    ListenRecord, MethodKind, NotificationKind, NotificationRecord, RequestObserver,
+    ListenRecord, MethodKind, NotificationKind, NotificationRecord, RequestEra, RequestObserver,
     RequestOutcome, RequestRecord, Target, Transport,
 };
 
@@ -34,6 +34,11 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 const METHODS: usize = MethodKind::ALL.len();
 const OUTCOMES: usize = RequestOutcome::CLASSES.len();
+const ERAS: usize = RequestEra::LABELS.len();
+
+/// The `version` labels of legacy requests: the revisions of [`crate::LEGACY_VERSIONS`], then
+/// `none` for a request refused for want of a session.
+const LEGACY_VERSION_LABELS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "none"];
 
 /// Upper bounds of the latency buckets, in nanoseconds: from 25 µs (a cached list served from
 /// memory) to 30 s (a slow tool), roughly 1-2.5-5 per decade.
@@ -97,8 +102,9 @@ const NOTIFICATIONS: [NotificationKind; 2] = [NotificationKind::Cancelled, Notif
 ///
 /// | metric | type | labels |
 /// |---|---|---|
-/// | `mcp_requests_total` | counter | `method`, `outcome` (`success`, `tool_error`, `input_required`, `error`, `rejected`, `cancelled`) |
-/// | `mcp_request_duration_seconds` | histogram | `method` |
+/// | `mcp_requests_total` | counter | `method`, `outcome` (`success`, `tool_error`, `input_required`, `error`, `rejected`, `cancelled`), `era` (`modern`, `legacy`) |
+/// | `mcp_request_duration_seconds` | histogram | `method`, `era` |
+/// | `mcp_legacy_requests_total` | counter | `version` (the session's revision, or `none`) |
 /// | `mcp_jsonrpc_errors_total` | counter | `code` |
 /// | `mcp_tool_errors_total` | counter | `tool` (registered tools only) |
 /// | `mcp_http_rejections_total` | counter | `status` |
@@ -156,9 +162,9 @@ impl PerMethod {
     }
 }
 
-/// The counters every request touches, for the threads that map to this shard.
+/// The counters every request touches, for the threads that map to this shard, by era and method.
 struct Shard {
-    methods: [PerMethod; METHODS],
+    methods: [[PerMethod; METHODS]; ERAS],
     flight: Flight,
 }
 
@@ -173,7 +179,7 @@ struct Flight {
 impl Shard {
     const fn new() -> Self {
         Shard {
-            methods: [const { PerMethod::new() }; METHODS],
+            methods: [const { [const { PerMethod::new() }; METHODS] }; ERAS],
             flight: Flight {
                 started: AtomicU64::new(0),
                 ended: AtomicU64::new(0),
@@ -210,6 +216,9 @@ pub(crate) struct Registry {
     errors: [AtomicU64; CODE_LABELS.len()],
     rejections: [AtomicU64; STATUS_LABELS.len()],
     notifications: [AtomicU64; NOTIFICATIONS.len()],
+    /// Legacy requests by their session's revision; not sharded, since the modern path, the
+    /// hot one, never touches it.
+    legacy_versions: [AtomicU64; LEGACY_VERSION_LABELS.len()],
     listen_open: AtomicI64,
     listen_total: AtomicU64,
     /// `isError` results by registered tool name. Reads take the shared lock; a tool's first
@@ -242,6 +251,7 @@ impl Default for Registry {
             errors: [const { AtomicU64::new(0) }; CODE_LABELS.len()],
             rejections: [const { AtomicU64::new(0) }; STATUS_LABELS.len()],
             notifications: [const { AtomicU64::new(0) }; NOTIFICATIONS.len()],
+            legacy_versions: [const { AtomicU64::new(0) }; LEGACY_VERSION_LABELS.len()],
             listen_open: AtomicI64::new(0),
             listen_total: AtomicU64::new(0),
             tool_errors: RwLock::new(BTreeMap::new()),
@@ -323,9 +333,15 @@ impl RequestObserver for Registry {
     fn request_finished(&self, record: &RequestRecord<'_>) {
         let shard = self.shard();
         shard.flight.ended.fetch_add(1, Relaxed);
-        let per = &shard.methods[record.method.index()];
+        let per = &shard.methods[record.era.index()][record.method.index()];
         per.outcomes[record.outcome.index()].fetch_add(1, Relaxed);
         per.observe(record.duration);
+        if let RequestEra::Legacy { version } = record.era {
+            let at = version
+                .and_then(|v| LEGACY_VERSION_LABELS.iter().position(|l| *l == v))
+                .unwrap_or(LEGACY_VERSION_LABELS.len() - 1);
+            self.legacy_versions[at].fetch_add(1, Relaxed);
+        }
         match record.outcome {
             RequestOutcome::Error { code } => {
                 self.errors[code_index(code)].fetch_add(1, Relaxed);
@@ -360,7 +376,8 @@ impl RequestObserver for Registry {
         shard.flight.ended.fetch_add(1, Relaxed);
         self.listen_open.fetch_add(1, Relaxed);
         self.listen_total.fetch_add(1, Relaxed);
-        shard.methods[MethodKind::SubscriptionsListen.index()].outcomes
+        // Listen streams exist only in the modern era.
+        shard.methods[RequestEra::Modern.index()][MethodKind::SubscriptionsListen.index()].outcomes
             [RequestOutcome::Success.index()]
         .fetch_add(1, Relaxed);
     }
@@ -490,21 +507,23 @@ impl Metrics {
             out,
             "mcp_requests_total",
             "counter",
-            "MCP requests by method and outcome class.",
+            "MCP requests by method, outcome class and protocol era.",
         );
         for kind in MethodKind::ALL {
-            for (i, class) in RequestOutcome::CLASSES.iter().enumerate() {
-                let n: u64 = r
-                    .shards
-                    .iter()
-                    .map(|s| s.methods[kind.index()].outcomes[i].load(Relaxed))
-                    .sum();
-                if n > 0 {
-                    let _ = writeln!(
-                        out,
-                        "mcp_requests_total{{method=\"{}\",outcome=\"{class}\"}} {n}",
-                        kind.as_str()
-                    );
+            for (e, era) in RequestEra::LABELS.iter().enumerate() {
+                for (i, class) in RequestOutcome::CLASSES.iter().enumerate() {
+                    let n: u64 = r
+                        .shards
+                        .iter()
+                        .map(|s| s.methods[e][kind.index()].outcomes[i].load(Relaxed))
+                        .sum();
+                    if n > 0 {
+                        let _ = writeln!(
+                            out,
+                            "mcp_requests_total{{method=\"{}\",outcome=\"{class}\",era=\"{era}\"}} {n}",
+                            kind.as_str()
+                        );
+                    }
                 }
             }
         }
@@ -513,45 +532,55 @@ impl Metrics {
             out,
             "mcp_request_duration_seconds",
             "histogram",
-            "MCP request latency from arrival to response, by method.",
+            "MCP request latency from arrival to response, by method and protocol era.",
         );
         for kind in MethodKind::ALL {
-            let counts: [u64; BUCKETS] = std::array::from_fn(|i| {
-                r.shards
-                    .iter()
-                    .map(|s| s.methods[kind.index()].buckets[i].load(Relaxed))
-                    .sum()
-            });
-            let total: u64 = counts.iter().sum();
-            if total == 0 {
-                continue;
-            }
-            let method = kind.as_str();
-            let mut cumulative = 0;
-            for (i, n) in counts.iter().enumerate() {
-                cumulative += n;
-                let le = BOUNDS_LE.get(i).copied().unwrap_or("+Inf");
+            for (e, era) in RequestEra::LABELS.iter().enumerate() {
+                let per = |s: &Shard| -> u64 { s.methods[e][kind.index()].sum_ns.load(Relaxed) };
+                let counts: [u64; BUCKETS] = std::array::from_fn(|i| {
+                    r.shards
+                        .iter()
+                        .map(|s| s.methods[e][kind.index()].buckets[i].load(Relaxed))
+                        .sum()
+                });
+                let total: u64 = counts.iter().sum();
+                if total == 0 {
+                    continue;
+                }
+                let method = kind.as_str();
+                let mut cumulative = 0;
+                for (i, n) in counts.iter().enumerate() {
+                    cumulative += n;
+                    let le = BOUNDS_LE.get(i).copied().unwrap_or("+Inf");
+                    let _ = writeln!(
+                        out,
+                        "mcp_request_duration_seconds_bucket{{method=\"{method}\",era=\"{era}\",le=\"{le}\"}} {cumulative}"
+                    );
+                }
+                let sum_ns: u64 = r.shards.iter().map(per).sum();
                 let _ = writeln!(
                     out,
-                    "mcp_request_duration_seconds_bucket{{method=\"{method}\",le=\"{le}\"}} {cumulative}"
+                    "mcp_request_duration_seconds_sum{{method=\"{method}\",era=\"{era}\"}} {}",
+                    seconds(sum_ns)
+                );
+                // The count is the sum of the buckets read above, so `_count` always equals the
+                // `+Inf` bucket even while requests are being recorded.
+                let _ = writeln!(
+                    out,
+                    "mcp_request_duration_seconds_count{{method=\"{method}\",era=\"{era}\"}} {total}"
                 );
             }
-            let sum_ns: u64 = r
-                .shards
-                .iter()
-                .map(|s| s.methods[kind.index()].sum_ns.load(Relaxed))
-                .sum();
-            let _ = writeln!(
-                out,
-                "mcp_request_duration_seconds_sum{{method=\"{method}\"}} {}",
-                seconds(sum_ns)
-            );
-            // The count is the sum of the buckets read above, so `_count` always equals the
-            // `+Inf` bucket even while requests are being recorded.
-            let _ = writeln!(
-                out,
-                "mcp_request_duration_seconds_count{{method=\"{method}\"}} {total}"
-            );
+        }
+
+        family(
+            out,
+            "mcp_legacy_requests_total",
+            "counter",
+            "Handshake-era requests by the revision of their session (none: no session).",
+        );
+        for (i, label) in LEGACY_VERSION_LABELS.iter().enumerate() {
+            let n = r.legacy_versions[i].load(Relaxed);
+            let _ = writeln!(out, "mcp_legacy_requests_total{{version=\"{label}\"}} {n}");
         }
 
         family(

@@ -153,6 +153,71 @@ impl MethodKind {
     }
 }
 
+/// The protocol era a request came in, with the revision of its legacy session: a bounded label,
+/// since the revisions are the three of [`LEGACY_VERSIONS`](crate::LEGACY_VERSIONS).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum RequestEra {
+    /// With the modern `_meta` envelope, or refused before it could be read.
+    #[default]
+    Modern,
+    /// Without the modern envelope, from a handshake-era client: served on a session (a stdio
+    /// process's, an HTTP session, or one made for the request by a stateless endpoint) that
+    /// settled `version`, or, with `None`, refused for want of one (or an `initialize` that failed).
+    Legacy {
+        /// The revision the session settled on.
+        version: Option<&'static str>,
+    },
+}
+
+impl RequestEra {
+    /// The era label: `modern` or `legacy`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RequestEra::Modern => "modern",
+            RequestEra::Legacy { .. } => "legacy",
+        }
+    }
+
+    /// The revision of a legacy request's session.
+    pub const fn legacy_version(self) -> Option<&'static str> {
+        match self {
+            RequestEra::Modern => None,
+            RequestEra::Legacy { version } => version,
+        }
+    }
+
+    pub(crate) const LABELS: [&'static str; 2] = ["modern", "legacy"];
+
+    pub(crate) const fn index(self) -> usize {
+        match self {
+            RequestEra::Modern => 0,
+            RequestEra::Legacy { .. } => 1,
+        }
+    }
+
+    /// The era a probe keeps as one byte: 0 modern, 1 legacy without a session, 2 and on the
+    /// legacy revisions in the order of [`LEGACY_VERSIONS`](crate::LEGACY_VERSIONS).
+    pub(crate) fn from_byte(byte: u8) -> Self {
+        match byte {
+            0 => RequestEra::Modern,
+            n => RequestEra::Legacy {
+                version: usize::from(n)
+                    .checked_sub(2)
+                    .and_then(|i| crate::LEGACY_VERSIONS.get(i))
+                    .copied(),
+            },
+        }
+    }
+
+    /// The byte [`from_byte`](Self::from_byte) reads for a legacy request of `version`.
+    pub(crate) fn legacy_byte(version: Option<&str>) -> u8 {
+        version
+            .and_then(|v| crate::LEGACY_VERSIONS.iter().position(|known| *known == v))
+            .and_then(|i| u8::try_from(i + 2).ok())
+            .unwrap_or(1)
+    }
+}
+
 /// A client notification's method: the only one the spec defines for clients is
 /// `notifications/cancelled` (DIGEST §4.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -288,6 +353,8 @@ pub struct RequestRecord<'a> {
     pub transport: Transport,
     /// Its JSON-RPC id, when one could be read.
     pub id: Option<&'a Id>,
+    /// The era it came in, bounded.
+    pub era: RequestEra,
     /// Its method, bounded.
     pub method: MethodKind,
     /// The method name as sent, for a method outside the spec's list; only when the observers

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    ListenRecord, MethodKind, NotificationKind, NotificationRecord, RequestObserver,
+    ListenRecord, MethodKind, NotificationKind, NotificationRecord, RequestEra, RequestObserver,
     RequestOutcome, RequestRecord, Target, Transport, Wants,
 };
 use crate::Outcome;
@@ -37,6 +37,9 @@ struct On {
     wants: Wants,
     /// Whether `request_started` was called: the message is known to be a request.
     started: bool,
+    /// The era, as [`RequestEra::from_byte`] reads it: zero (modern) unless the request turns out
+    /// to be a handshake-era one, so a modern request costs nothing here.
+    era: u8,
     id: Option<Id>,
     method: Option<MethodKind>,
     other_method: Option<Box<str>>,
@@ -107,6 +110,7 @@ impl RequestProbe {
                 start: Instant::now(),
                 wants: observer.wants(),
                 started: false,
+                era: 0,
                 id: None,
                 method: None,
                 other_method: None,
@@ -141,6 +145,21 @@ impl RequestProbe {
         on.id = Some(id.clone());
         on.set_method(method);
         on.ensure_started();
+    }
+
+    /// Records the era the request came in. The router marks a request without the modern
+    /// envelope legacy, and [`Server::legacy_dispatch`] adds its session's revision; a transport
+    /// that answers `initialize` itself records the revision of the session it made, and one that
+    /// finds a request is a modern client's after all says so.
+    ///
+    /// [`Server::legacy_dispatch`]: crate::Server::legacy_dispatch
+    pub fn set_era(&mut self, era: RequestEra) {
+        if let Some(on) = self.on() {
+            on.era = match era {
+                RequestEra::Modern => 0,
+                RequestEra::Legacy { version } => RequestEra::legacy_byte(version),
+            };
+        }
     }
 
     pub(crate) fn set_id(&mut self, id: &Id) {
@@ -295,6 +314,7 @@ impl On {
         let record = RequestRecord {
             transport: self.transport,
             id: self.id.as_ref(),
+            era: RequestEra::from_byte(self.era),
             method: self.method.unwrap_or(MethodKind::Other),
             other_method: self.other_method.as_deref(),
             target: self.held.target(),

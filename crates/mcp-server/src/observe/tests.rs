@@ -91,8 +91,17 @@ impl RequestObserver for Recorder {
     }
 
     fn request_finished(&self, r: &RequestRecord<'_>) {
+        // Modern requests, most of them here, say nothing of their era.
+        let era = match r.era {
+            RequestEra::Modern => String::new(),
+            legacy => format!(
+                " era={}/{}",
+                legacy.as_str(),
+                legacy.legacy_version().unwrap_or("none")
+            ),
+        };
         self.push(format!(
-            "finished {} id={} method={} target={:?} outcome={:?} args={}",
+            "finished {} id={} method={} target={:?} outcome={:?} args={}{era}",
             r.transport.as_str(),
             r.id.map_or("-".to_owned(), ToString::to_string),
             r.method_name().unwrap_or("-"),
@@ -279,8 +288,11 @@ async fn stdio_reports_every_ending() {
     has(
         r#"finished stdio id=3 method=tools/call target=Tool { name: "nope", registered: false } outcome=Error { code: -32602 } args={}"#,
     );
-    // Refused before dispatch, still with its id and method.
-    has("finished stdio id=4 method=tools/list target=None outcome=Error { code: -32602 } args=-");
+    // Refused before dispatch, still with its id and method; without the modern envelope, it is
+    // a handshake-era request, with no session to serve it.
+    has(
+        "finished stdio id=4 method=tools/list target=None outcome=Error { code: -32602 } args=- era=legacy/none",
+    );
     has("finished stdio id=- method=- target=None outcome=Error { code: -32700 } args=-");
     has(
         r#"finished stdio id="five" method=ping target=None outcome=Error { code: -32601 } args=-"#,
@@ -305,6 +317,114 @@ async fn stdio_reports_every_ending() {
     assert_eq!(recorder.count("finished"), 10, "{lines:#?}");
     assert_eq!(recorder.count("listen-opened"), 1);
     assert_eq!(recorder.count("notification"), 1);
+}
+
+/// One line to the server, and its reply.
+async fn exchange(
+    write: &mut (impl tokio::io::AsyncWrite + Unpin),
+    replies: &mut tokio::io::Lines<impl tokio::io::AsyncBufRead + Unpin>,
+    line: &str,
+) -> Value {
+    write.write_all(line.as_bytes()).await.unwrap();
+    write.write_all(b"\n").await.unwrap();
+    let reply = replies.next_line().await.unwrap().expect("a reply");
+    serde_json::from_str(&reply).unwrap()
+}
+
+#[tokio::test]
+async fn legacy_requests_are_reported_with_their_era_and_version() {
+    let recorder = Recorder::default();
+    let server = server(recorder.clone(), Arc::default());
+    let (client, server_side) = tokio::io::duplex(64 * 1024);
+    let (server_read, server_write) = tokio::io::split(server_side);
+    let serving = tokio::spawn(serve_stream(
+        server,
+        server_read,
+        server_write,
+        StdioConfig::default(),
+    ));
+    let (client_read, mut write) = tokio::io::split(client);
+    let mut replies = BufReader::new(client_read).lines();
+    let legacy = |id: u64, method: &str, params: Value| -> String {
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+    };
+
+    // A probe, a request before any session, the handshake, then both eras on one process.
+    let probe = exchange(
+        &mut write,
+        &mut replies,
+        &request(1, "server/discover", json!({})),
+    )
+    .await;
+    assert!(probe.get("result").is_some(), "{probe}");
+    let early = exchange(
+        &mut write,
+        &mut replies,
+        &legacy(2, "tools/list", json!({})),
+    )
+    .await;
+    assert_eq!(early["error"]["code"], -32602, "{early}");
+    let init = exchange(
+        &mut write,
+        &mut replies,
+        &legacy(
+            3,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "old", "version": "1"}}),
+        ),
+    )
+    .await;
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
+    write
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+        .await
+        .unwrap();
+    let call = exchange(
+        &mut write,
+        &mut replies,
+        &legacy(
+            4,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "hi"}}),
+        ),
+    )
+    .await;
+    assert_eq!(call["result"]["content"][0]["text"], "hi", "{call}");
+    let ping = exchange(&mut write, &mut replies, &legacy(5, "ping", json!({}))).await;
+    assert_eq!(ping["result"], json!({}), "{ping}");
+    let modern = exchange(
+        &mut write,
+        &mut replies,
+        &request(
+            6,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "now"}}),
+        ),
+    )
+    .await;
+    assert_eq!(modern["result"]["resultType"], "complete", "{modern}");
+    write.shutdown().await.unwrap();
+    while replies.next_line().await.unwrap().is_some() {}
+    serving.await.unwrap().unwrap();
+
+    let lines = recorder.lines();
+    let finished: Vec<&str> = lines
+        .iter()
+        .filter(|l| l.starts_with("finished"))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        finished,
+        [
+            "finished stdio id=1 method=server/discover target=None outcome=Success args=-",
+            "finished stdio id=2 method=tools/list target=None outcome=Error { code: -32602 } args=- era=legacy/none",
+            "finished stdio id=3 method=- target=None outcome=Success args=- era=legacy/2025-06-18",
+            r#"finished stdio id=4 method=tools/call target=Tool { name: "echo", registered: true } outcome=Success args=- era=legacy/2025-06-18"#,
+            "finished stdio id=5 method=- target=None outcome=Success args=- era=legacy/2025-06-18",
+            r#"finished stdio id=6 method=tools/call target=Tool { name: "echo", registered: true } outcome=Success args=-"#,
+        ]
+    );
 }
 
 #[tokio::test]

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::context::NotificationSink;
-use crate::observe::Transport;
+use crate::observe::{RequestEra, Transport};
 use crate::router::{Incoming, Reply, RequestIo, error_reply};
 use crate::{LegacySession, Principal, Server};
 
@@ -241,6 +241,9 @@ impl Connection {
                 // then on).
                 let reply = match self.server.legacy_initialize(&req) {
                     Ok((reply, session)) => {
+                        probe.set_era(RequestEra::Legacy {
+                            version: Some(session.version()),
+                        });
                         let old = self
                             .session
                             .lock()

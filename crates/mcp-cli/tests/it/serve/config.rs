@@ -281,9 +281,9 @@ fn the_example_file_serves_once_its_paths_exist() {
     let reply = super::support::http(&metrics, "GET", &[], "");
     assert_eq!(reply.status, 200, "{}", reply.head);
     assert!(
-        reply
-            .body
-            .contains(r#"mcp_requests_total{method="tools/call",outcome="success"} 1"#),
+        reply.body.contains(
+            r#"mcp_requests_total{method="tools/call",outcome="success",era="modern"} 1"#
+        ),
         "{}",
         reply.body
     );

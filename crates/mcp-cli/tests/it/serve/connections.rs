@@ -423,7 +423,7 @@ fn the_response_memory_bounds_what_slow_readers_hold() {
     let baseline = rss_mib(pid);
     let readers: Vec<TcpStream> = (0..40).map(|_| slow_reader(&addr, &uri)).collect();
     // All 40 handled (and the first read): each answer is then held for its reader or refused.
-    let reads = r#"mcp_requests_total{method="resources/read",outcome="success"}"#;
+    let reads = r#"mcp_requests_total{method="resources/read",outcome="success",era="modern"}"#;
     peak_until(pid, "all 40 are answered", || metric(&serve, reads) >= 41.0);
     std::thread::sleep(Duration::from_millis(500));
     let held = metric(&serve, "mcp_http_response_bytes_held") / (1024.0 * 1024.0);

@@ -60,7 +60,7 @@ fn sample(text: &str, series: &str) -> f64 {
 fn requests(text: &str, method: &str, outcome: &str) -> f64 {
     sample(
         text,
-        &format!(r#"mcp_requests_total{{method="{method}",outcome="{outcome}"}}"#),
+        &format!(r#"mcp_requests_total{{method="{method}",outcome="{outcome}",era="modern"}}"#),
     )
 }
 
@@ -150,7 +150,7 @@ fn metrics_count_a_tool_error_apart_from_a_protocol_error_and_an_http_refusal() 
     assert_eq!(
         sample(
             &text,
-            r#"mcp_request_duration_seconds_count{method="tools/call"}"#
+            r#"mcp_request_duration_seconds_count{method="tools/call",era="modern"}"#
         ),
         4.0,
         "{text}"
@@ -482,9 +482,119 @@ fn json_log_lines_parse() {
     assert_eq!(ok["method"], "tools/call");
     assert_eq!(ok["tool"], "list_tables");
     assert_eq!(ok["outcome"], "success");
+    assert_eq!(ok["era"], "modern");
+    assert!(ok.get("legacy_version").is_none(), "{ok}");
     assert!(ok["duration_us"].is_u64(), "{ok}");
     assert!(ok["timestamp"].is_string(), "{ok}");
     let error = request("22");
     assert_eq!(error["outcome"], "error");
     assert_eq!(error["code"], -32602);
+}
+
+/// A legacy session's requests (the `mcp` client forced to the handshake era) are logged and
+/// counted with their era and revision, apart from the modern ones; a request without the modern
+/// envelope and without a session counts as legacy with no revision.
+#[test]
+fn a_legacy_sessions_requests_show_their_era_in_the_log_and_the_metrics() {
+    let scratch = TempDir::new();
+    let serve = Serve::start(&scratch.join("data"), &["--metrics"]);
+    let metrics_url = on_listener(&serve.url, "/metrics");
+    serve
+        .run(&["call", "list_tables", "--era", "legacy"], "")
+        .expect_code(0);
+    serve.run(&["call", "list_tables"], "").expect_code(0);
+    let orphan = json!({"jsonrpc": "2.0", "id": 31, "method": "tools/list", "params": {}});
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    let reply = http(&serve.url, "POST", &headers, &orphan.to_string());
+    assert_eq!(reply.status, 400, "{}\n{}", reply.head, reply.body);
+    // The same without `_meta` but naming the modern revision in its header: a modern client's
+    // malformed request.
+    let malformed = json!({"jsonrpc": "2.0", "id": 32, "method": "tools/list", "params": {}});
+    let mut modern_headers = headers.to_vec();
+    modern_headers.push(("MCP-Protocol-Version", "2026-07-28"));
+    let reply = http(&serve.url, "POST", &modern_headers, &malformed.to_string());
+    assert_eq!(reply.status, 400, "{}\n{}", reply.head, reply.body);
+
+    let text = scrape(&metrics_url);
+    let series = |method: &str, era: &str| {
+        sample(
+            &text,
+            &format!(r#"mcp_requests_total{{method="{method}",outcome="success",era="{era}"}}"#),
+        )
+    };
+    assert_eq!(series("tools/call", "legacy"), 1.0, "{text}");
+    assert_eq!(series("tools/call", "modern"), 1.0, "{text}");
+    // initialize is a method of the handshake era only.
+    assert_eq!(series("other", "legacy"), 1.0, "{text}");
+    assert_eq!(series("other", "modern"), 0.0, "{text}");
+    let list_errors = |era: &str| {
+        sample(
+            &text,
+            &format!(r#"mcp_requests_total{{method="tools/list",outcome="error",era="{era}"}}"#),
+        )
+    };
+    assert_eq!(list_errors("legacy"), 1.0, "{text}");
+    assert_eq!(list_errors("modern"), 1.0, "{text}");
+    assert_eq!(
+        sample(
+            &text,
+            r#"mcp_request_duration_seconds_count{method="tools/call",era="legacy"}"#
+        ),
+        1.0,
+        "{text}"
+    );
+    // Every legacy request of the session is counted under its revision.
+    let legacy: f64 = text
+        .lines()
+        .filter(|l| l.starts_with("mcp_requests_total{") && l.contains(r#"era="legacy""#))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+        .sum();
+    let session = sample(&text, r#"mcp_legacy_requests_total{version="2025-11-25"}"#);
+    let none = sample(&text, r#"mcp_legacy_requests_total{version="none"}"#);
+    assert!(session >= 3.0, "initialize, tools/list, tools/call: {text}");
+    assert_eq!(none, 1.0, "{text}");
+    assert_eq!(legacy, session + none, "{text}");
+    assert_eq!(
+        sample(&text, r#"mcp_legacy_requests_total{version="2025-06-18"}"#),
+        0.0
+    );
+
+    wait_until("the log has both calls and the orphan", || {
+        let log = serve.log();
+        request_lines(&log)
+            .iter()
+            .filter(|l| l.contains(r#"method="tools/call""#))
+            .count()
+            >= 2
+            && log.contains(" id=31 ")
+    });
+    let log = serve.log();
+    let lines = request_lines(&log);
+    let calls: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.contains(r#"method="tools/call""#))
+        .collect();
+    assert_eq!(calls.len(), 2, "{lines:#?}");
+    let (legacy_calls, modern_calls): (Vec<&&&str>, Vec<&&&str>) =
+        calls.iter().partition(|l| l.contains(r#"era="legacy""#));
+    assert_eq!(legacy_calls.len(), 1, "{lines:#?}");
+    assert!(
+        legacy_calls[0].contains(r#"legacy_version="2025-11-25""#)
+            && legacy_calls[0].contains(r#"tool="list_tables""#),
+        "{}",
+        legacy_calls[0]
+    );
+    assert!(
+        modern_calls[0].contains(r#"era="modern""#) && !modern_calls[0].contains("legacy_version"),
+        "{}",
+        modern_calls[0]
+    );
+    let orphan = line_for(&lines, "31");
+    assert!(
+        orphan.contains(r#"era="legacy""#) && !orphan.contains("legacy_version"),
+        "{orphan}"
+    );
 }

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
-use mcp_client::{Client, ClientBuilder, Era, Error, ListenEvent, Subscription};
+use mcp_client::{Client, ClientBuilder, Era, EraChoice, Error, ListenEvent, Subscription};
 use mcp_types::{
     CompleteArgument, CompletionReference, ElicitRequestFormParams, ElicitResult, ElicitValue,
     ListRootsResult, ResourceContents, Root, SubscriptionFilter,
@@ -262,6 +262,76 @@ async fn server_everything_over_http() {
 }
 
 /// The next `n` events of a listen, as a set of updated URIs.
+/// Forced eras: modern fails at once, saying what the server answered to the probe, and never
+/// sends `initialize`; legacy skips the probe and gets the same session detection gets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_everything_forced_to_an_era() {
+    let peers = Peers::get();
+    let stdio = || {
+        let mut command = peers.node(EVERYTHING);
+        command.arg("stdio");
+        command
+    };
+    let e = within(
+        Client::builder()
+            .era(EraChoice::Modern)
+            .connect_stdio(stdio()),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(&e, Error::NotModern { answer } if answer.contains("server/discover with JSON-RPC error")),
+        "{e:?}"
+    );
+    let client = within(
+        Client::builder()
+            .era(EraChoice::Legacy)
+            .connect_stdio(stdio()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(client.era(), LEGACY);
+    let sum = within(client.call_tool("get-sum", json!({"a": 2, "b": 3})))
+        .await
+        .unwrap();
+    assert!(text(&sum).contains('5'), "{sum:?}");
+    within(client.close()).await.unwrap();
+
+    let port = free_port();
+    let mut command = peers.node(EVERYTHING);
+    command.arg("streamableHttp").env("PORT", port.to_string());
+    let peer = http_peer(command, true, |line| {
+        line.contains("listening on port")
+            .then(|| format!("http://127.0.0.1:{port}/mcp"))
+    })
+    .await;
+    let e = within(
+        Client::builder()
+            .era(EraChoice::Modern)
+            .connect_http(&peer.url),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(&e, Error::NotModern { answer } if answer.contains("server/discover with HTTP 400")),
+        "{e:?}"
+    );
+    let client = within(
+        Client::builder()
+            .era(EraChoice::Legacy)
+            .connect_http(&peer.url),
+    )
+    .await
+    .unwrap();
+    assert_eq!(client.era(), LEGACY);
+    assert!(client.session_id().is_some());
+    let sum = within(client.call_tool("get-sum", json!({"a": 2, "b": 3})))
+        .await
+        .unwrap();
+    assert!(text(&sum).contains('5'), "{sum:?}");
+    within(client.close()).await.unwrap();
+}
+
 async fn updated(subscription: &mut Subscription, n: usize) -> BTreeSet<String> {
     let mut uris = BTreeSet::new();
     for _ in 0..n {

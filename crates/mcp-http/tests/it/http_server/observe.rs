@@ -84,7 +84,7 @@ fn sample(text: &str, series: &str) -> f64 {
 fn requests(text: &str, method: &str, outcome: &str) -> f64 {
     sample(
         text,
-        &format!("mcp_requests_total{{method=\"{method}\",outcome=\"{outcome}\"}}"),
+        &format!("mcp_requests_total{{method=\"{method}\",outcome=\"{outcome}\",era=\"modern\"}}"),
     )
 }
 
@@ -132,7 +132,17 @@ async fn metrics_count_a_tool_error_apart_from_a_protocol_error_and_an_http_refu
     assert_eq!(requests(&text, "tools/call", "success"), 1.0, "{text}");
     assert_eq!(requests(&text, "tools/call", "tool_error"), 1.0, "{text}");
     assert_eq!(requests(&text, "tools/call", "error"), 1.0, "{text}");
-    assert_eq!(requests(&text, "tools/list", "error"), 1.0, "{text}");
+    // Without the modern envelope (and without a session), the request is a handshake-era
+    // client's as far as the server can tell.
+    assert_eq!(
+        sample(
+            &text,
+            r#"mcp_requests_total{method="tools/list",outcome="error",era="legacy"}"#
+        ),
+        1.0,
+        "{text}"
+    );
+    assert_eq!(requests(&text, "tools/list", "error"), 0.0, "{text}");
     // The refused request's method is the one its `Mcp-Method` header named.
     assert_eq!(requests(&text, "tools/call", "rejected"), 1.0, "{text}");
     assert_eq!(sample(&text, r#"mcp_tool_errors_total{tool="fail"}"#), 1.0);
@@ -159,14 +169,14 @@ async fn metrics_count_a_tool_error_apart_from_a_protocol_error_and_an_http_refu
     assert_eq!(
         sample(
             &text,
-            r#"mcp_request_duration_seconds_count{method="tools/call"}"#
+            r#"mcp_request_duration_seconds_count{method="tools/call",era="modern"}"#
         ),
         4.0
     );
     assert_eq!(
         sample(
             &text,
-            r#"mcp_request_duration_seconds_bucket{method="tools/call",le="+Inf"}"#
+            r#"mcp_request_duration_seconds_bucket{method="tools/call",era="modern",le="+Inf"}"#
         ),
         4.0
     );
@@ -253,7 +263,7 @@ async fn a_client_leaving_counts_as_cancelled() {
 
     until_sample(
         &srv,
-        r#"mcp_requests_total{method="tools/call",outcome="cancelled"}"#,
+        r#"mcp_requests_total{method="tools/call",outcome="cancelled",era="modern"}"#,
         2.0,
     )
     .await;

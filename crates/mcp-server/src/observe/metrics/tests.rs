@@ -14,6 +14,7 @@ fn record(
     RequestRecord {
         transport: Transport::Http,
         id: None,
+        era: RequestEra::Modern,
         method,
         other_method: None,
         target: Target::None,
@@ -274,6 +275,7 @@ fn fresh_metrics_render_valid_text_with_the_fixed_series() {
             "mcp_http_response_bytes_held",
             "mcp_http_responses_over_memory_total",
             "mcp_jsonrpc_errors_total",
+            "mcp_legacy_requests_total",
             "mcp_listen_streams_open",
             "mcp_listen_streams_total",
             "mcp_notifications_total",
@@ -287,6 +289,7 @@ fn fresh_metrics_render_valid_text_with_the_fixed_series() {
     assert_eq!(families["mcp_jsonrpc_errors_total"].len(), 9);
     assert_eq!(families["mcp_http_rejections_total"].len(), 7);
     assert_eq!(families["mcp_http_connections_closed_total"].len(), 3);
+    assert_eq!(families["mcp_legacy_requests_total"].len(), 4);
     assert_eq!(value(&families, "mcp_requests_in_flight", &[]), 0.0);
     // Per-method series appear once there is something to count.
     assert!(families["mcp_requests_total"].is_empty());
@@ -346,7 +349,7 @@ fn outcomes_codes_and_statuses_are_counted_apart() {
         value(
             &f,
             "mcp_requests_total",
-            &[("method", method), ("outcome", outcome)],
+            &[("method", method), ("outcome", outcome), ("era", "modern")],
         )
     };
     assert_eq!(req("tools/call", "success"), 1.0);
@@ -377,10 +380,90 @@ fn outcomes_codes_and_statuses_are_counted_apart() {
         value(
             &f,
             "mcp_request_duration_seconds_count",
-            &[("method", "tools/call")]
+            &[("method", "tools/call"), ("era", "modern")]
         ),
         5.0
     );
+}
+
+#[test]
+fn legacy_requests_are_counted_apart_by_era_and_version() {
+    let m = Metrics::new();
+    let ms = Duration::from_millis(1);
+    serve(
+        &m,
+        &record(MethodKind::ToolsCall, RequestOutcome::Success, ms),
+    );
+    for (version, n) in [(Some("2025-11-25"), 2), (Some("2025-03-26"), 1), (None, 1)] {
+        for _ in 0..n {
+            let mut rec = record(MethodKind::ToolsCall, RequestOutcome::Success, ms);
+            rec.era = RequestEra::Legacy { version };
+            serve(&m, &rec);
+        }
+    }
+    let mut failed = record(
+        MethodKind::ToolsList,
+        RequestOutcome::Error { code: -32602 },
+        ms,
+    );
+    failed.era = RequestEra::Legacy { version: None };
+    serve(&m, &failed);
+
+    let f = validate(&m.render());
+    let req = |method, outcome, era| {
+        value(
+            &f,
+            "mcp_requests_total",
+            &[("method", method), ("outcome", outcome), ("era", era)],
+        )
+    };
+    assert_eq!(req("tools/call", "success", "modern"), 1.0);
+    assert_eq!(req("tools/call", "success", "legacy"), 4.0);
+    assert_eq!(req("tools/list", "error", "legacy"), 1.0);
+    assert_eq!(req("tools/list", "error", "modern"), 0.0);
+    let count = |era| {
+        value(
+            &f,
+            "mcp_request_duration_seconds_count",
+            &[("method", "tools/call"), ("era", era)],
+        )
+    };
+    assert_eq!(count("modern"), 1.0);
+    assert_eq!(count("legacy"), 4.0);
+    let version = |v| value(&f, "mcp_legacy_requests_total", &[("version", v)]);
+    assert_eq!(version("2025-11-25"), 2.0);
+    assert_eq!(version("2025-06-18"), 0.0);
+    assert_eq!(version("2025-03-26"), 1.0);
+    assert_eq!(version("none"), 2.0);
+    // Only the two eras are labels.
+    let eras: HashSet<&str> = f["mcp_requests_total"]
+        .iter()
+        .filter_map(|s| s.labels.iter().find(|(k, _)| k == "era"))
+        .map(|(_, v)| v.as_str())
+        .collect();
+    assert_eq!(eras, HashSet::from(["modern", "legacy"]));
+}
+
+#[test]
+fn eras_round_trip_through_the_probe_byte() {
+    assert_eq!(RequestEra::from_byte(0), RequestEra::Modern);
+    assert_eq!(
+        RequestEra::from_byte(RequestEra::legacy_byte(None)),
+        RequestEra::Legacy { version: None }
+    );
+    for v in crate::LEGACY_VERSIONS {
+        let era = RequestEra::from_byte(RequestEra::legacy_byte(Some(v)));
+        assert_eq!(era, RequestEra::Legacy { version: Some(v) });
+        assert_eq!(era.as_str(), "legacy");
+        assert_eq!(era.legacy_version(), Some(*v));
+    }
+    // A revision no session can have counts as none, never as a label of its own.
+    assert_eq!(
+        RequestEra::from_byte(RequestEra::legacy_byte(Some("2026-07-28"))),
+        RequestEra::Legacy { version: None }
+    );
+    assert_eq!(RequestEra::Modern.as_str(), "modern");
+    assert_eq!(RequestEra::Modern.legacy_version(), None);
 }
 
 #[test]
@@ -452,7 +535,7 @@ fn label_values_stay_bounded() {
         value(
             &f,
             "mcp_requests_total",
-            &[("method", "other"), ("outcome", "error")]
+            &[("method", "other"), ("outcome", "error"), ("era", "modern")]
         ),
         5.0
     );
@@ -502,7 +585,7 @@ fn histogram_buckets_are_inclusive_upper_bounds() {
         value(
             &f,
             "mcp_request_duration_seconds_bucket",
-            &[("method", "tools/call"), ("le", le)],
+            &[("method", "tools/call"), ("era", "modern"), ("le", le)],
         )
     };
     assert_eq!(bucket("0.000025"), 2.0);
@@ -540,7 +623,7 @@ fn histogram_sum_is_in_seconds() {
     let sum = value(
         &f,
         "mcp_request_duration_seconds_sum",
-        &[("method", "tools/list")],
+        &[("method", "tools/list"), ("era", "modern")],
     );
     assert!((sum - 0.0025).abs() < 1e-12, "{sum}");
 }
@@ -569,7 +652,11 @@ fn gauges_follow_requests_and_listen_streams() {
         value(
             &f,
             "mcp_requests_total",
-            &[("method", "subscriptions/listen"), ("outcome", "success")]
+            &[
+                ("method", "subscriptions/listen"),
+                ("outcome", "success"),
+                ("era", "modern")
+            ]
         ),
         1.0
     );
@@ -673,7 +760,11 @@ fn a_request_may_end_on_another_thread_than_it_started() {
         value(
             &f,
             "mcp_requests_total",
-            &[("method", "tools/call"), ("outcome", "success")]
+            &[
+                ("method", "tools/call"),
+                ("outcome", "success"),
+                ("era", "modern")
+            ]
         ),
         8.0
     );
