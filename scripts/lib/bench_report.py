@@ -22,6 +22,11 @@ def load(out_dir):
             # http-<server>-c<conns>-r<round>
             server = "-".join(parts[1:-2])
             setting = int(parts[-2][1:])
+        elif kind == "legacy":
+            # legacy-<mode>-<server>-c<conns>-r<round>
+            kind = f"legacy-{parts[1]}"
+            server = "-".join(parts[2:-2])
+            setting = int(parts[-2][1:])
         else:
             # stdio-<server>-r<round>
             server = "-".join(parts[1:-1])
@@ -166,6 +171,58 @@ def main():
             p99 = f"{fmt_ms(ours['p99'])} vs {fmt_ms(rmcp['p99'])} ms"
         lines.append(f"| {label} | {vs_rmcp} | {vs_ceiling} | {p99} |")
     lines.append("")
+    legacy_rows = []
+    for mode in ("sessions", "stateless"):
+        for setting in (16, 64):
+            row = {}
+            for server in ("mcp-rs", "rmcp"):
+                reports = runs.get((f"legacy-{mode}", server, setting))
+                if reports:
+                    row[server] = {
+                        "throughput": median(reports, "throughput"),
+                        "p99": median(reports, "p99"),
+                        "errors": errors(reports),
+                    }
+            if row:
+                legacy_rows.append((mode, setting, row))
+    if legacy_rows:
+        lines.append("## The handshake era")
+        lines.append("")
+        lines.append(
+            "`tools/call` of the same `echo` tool from 2025-11-25 clients: `mcp bench --era legacy` opens one "
+            "session per connection (`initialize`, `notifications/initialized`) before the clock starts, then "
+            "sends each request with its `Mcp-Session-Id` and `MCP-Protocol-Version`. mcp-rs serves both eras "
+            "from one registration (`echo-server --http`, and `--legacy-stateless` for the sessionless mode); "
+            "rmcp 3.11 with its in-process session manager (`legacy_session_mode: true`) and without sessions "
+            "(`legacy_session_mode: false`), JSON responses in both."
+        )
+        lines.append("")
+        lines.append("| mode | connections | mcp-rs req/s | rmcp req/s | mcp-rs / rmcp | p99 mcp-rs vs rmcp | errors |")
+        lines.append("|---|---:|---:|---:|---:|---|---:|")
+        for mode, setting, row in legacy_rows:
+            ours, rmcp = row.get("mcp-rs"), row.get("rmcp")
+            ratio = f"{ours['throughput'] / rmcp['throughput']:.2f}x" if ours and rmcp else "n/a"
+            p99 = f"{fmt_ms(ours['p99'])} vs {fmt_ms(rmcp['p99'])} ms" if ours and rmcp else "n/a"
+            errs = sum(r["errors"] for r in row.values())
+            lines.append(
+                f"| {mode} | {setting} | {ours['throughput'] if ours else 0:,.0f} | "
+                f"{rmcp['throughput'] if rmcp else 0:,.0f} | {ratio} | {p99} | {errs} |"
+            )
+        lines.append("")
+    sessions_path = os.path.join(out_dir, "sessions-rss.json")
+    if os.path.exists(sessions_path):
+        with open(sessions_path) as f:
+            sess = json.load(f)
+        waves = sess["waves"]
+        lines.append(
+            f"Memory of abandoned sessions (`scripts/bench-sessions --sessions {sess['sessions']:,} --waves "
+            f"{len(waves)}`, `mcp serve` on the sample): {sess['bytes_per_session']:,} B per session while open; "
+            f"once they expire the memory goes back to the allocator and the next waves reuse it (RSS "
+            f"{waves[0]['with_sessions_kib'] / 1024:.1f} MiB with the first wave open, "
+            f"{waves[-1]['after_idle_kib'] / 1024:.1f} MiB after the last has expired; "
+            f"{sess['rss_before_kib'] / 1024:.1f} MiB before any)."
+        )
+        lines.append("")
     rss_runs = []
     for name in ("listen-rss-h1.json", "listen-rss-h2.json"):
         path = os.path.join(out_dir, name)

@@ -2,11 +2,15 @@
 //!
 //! `rmcp-echo --http ADDR` serves Streamable HTTP at `/mcp` in rmcp's stateless mode with JSON
 //! responses (`legacy_session_mode: false`, `json_response: true`: its fastest configuration for
-//! 2026-07-28 traffic); `rmcp-echo --stdio` serves stdio.
+//! 2026-07-28 traffic; handshake-era clients are served without sessions);
+//! `rmcp-echo --http-sessions ADDR` serves handshake-era clients with `Mcp-Session-Id` sessions
+//! (`legacy_session_mode: true`, its in-process session manager), still with JSON responses;
+//! `rmcp-echo --stdio` serves stdio.
 
 use std::sync::Arc;
 
 use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ServiceExt, tool, tool_router};
@@ -58,7 +62,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let listener = tokio::net::TcpListener::bind(addr).await?;
             axum::serve(listener, router).await?;
         }
-        _ => return Err("usage: rmcp-echo --http ADDR | --stdio".into()),
+        Some("--http-sessions") => {
+            let addr = args.get(2).ok_or("--http-sessions needs an address")?;
+            let mut config = StreamableHttpServerConfig::default();
+            config.legacy_session_mode = true;
+            config.json_response = true;
+            let service = StreamableHttpService::new(
+                || Ok(Echo),
+                Arc::new(LocalSessionManager::default()),
+                config,
+            );
+            let router = axum::Router::new().nest_service("/mcp", service);
+            let listener = tokio::net::TcpListener::bind(addr).await?;
+            axum::serve(listener, router).await?;
+        }
+        _ => return Err("usage: rmcp-echo --http ADDR | --http-sessions ADDR | --stdio".into()),
     }
     Ok(())
 }

@@ -7,7 +7,7 @@ use std::io::Write as _;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
-use mcp_http::server::{HttpConfig, McpService, OriginPolicy};
+use mcp_http::server::{HttpConfig, LegacyMode, McpService, OriginPolicy};
 use mcp_server::Server;
 use mcp_server::stdio::{self, StdioConfig};
 
@@ -20,6 +20,8 @@ pub struct Serving {
     pub max_body: Option<usize>,
     /// The stdio settings.
     pub stdio: StdioConfig,
+    /// How handshake-era clients are served over HTTP: sessions (the default) or stateless.
+    pub legacy: LegacyMode,
     /// Print `listening on http://ADDR/mcp` (the port actually bound) as the first line on stdout,
     /// for test harnesses that start the binary on port 0.
     pub announce: bool,
@@ -74,6 +76,7 @@ async fn serve(server: Server, serving: Serving) -> std::io::Result<()> {
     let config = HttpConfig {
         policy: OriginPolicy::for_bind(bound),
         max_body: serving.max_body.map_or(defaults.max_body, |b| b.max(1)),
+        legacy: serving.legacy,
         ..defaults
     };
     if serving.announce {

@@ -1,7 +1,8 @@
 //! `echo-server`: one tool, `echo` (argument `text`), for benchmarks and smoke tests.
 //!
 //! `echo-server --http ADDR` serves Streamable HTTP at `http://ADDR/mcp` (JSON responses);
-//! `echo-server --stdio` serves stdio.
+//! `echo-server --stdio` serves stdio. Handshake-era clients get `Mcp-Session-Id` sessions over
+//! HTTP, or with `--legacy-stateless` are served without sessions.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -23,12 +24,20 @@ struct Args {
     /// Serve Streamable HTTP on this address, at the path `/mcp`.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
+    /// Serve handshake-era clients over HTTP without sessions (each request on its own).
+    #[arg(long, requires = "http")]
+    legacy_stateless: bool,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
     let serving = Serving {
         http: args.http,
+        legacy: if args.legacy_stateless {
+            mcp_http::server::LegacyMode::Stateless
+        } else {
+            mcp_http::server::LegacyMode::Sessions
+        },
         ..Serving::default()
     };
     mcp_examples::run::main("echo-server", mcp_examples::echo::build_server(), serving)
