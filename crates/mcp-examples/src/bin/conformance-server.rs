@@ -40,6 +40,7 @@ fn main() -> ExitCode {
             ..StdioConfig::default()
         },
         announce: false,
+        ..Serving::default()
     };
     mcp_examples::run::main(
         "conformance-server",
