@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use axum::serve::ListenerExt as _;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
@@ -59,7 +60,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 config,
             );
             let router = axum::Router::new().nest_service("/mcp", service);
-            let listener = tokio::net::TcpListener::bind(addr).await?;
+            // TCP_NODELAY, as mcp-rs and mcp bench set it: a response written in more than one
+            // piece (an SSE event, then the end of the body) would otherwise wait for the
+            // client's delayed acknowledgement.
+            let listener = tokio::net::TcpListener::bind(addr).await?.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             axum::serve(listener, router).await?;
         }
         Some("--http-sessions") => {
@@ -73,7 +79,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 config,
             );
             let router = axum::Router::new().nest_service("/mcp", service);
-            let listener = tokio::net::TcpListener::bind(addr).await?;
+            // TCP_NODELAY, as mcp-rs and mcp bench set it: a response written in more than one
+            // piece (an SSE event, then the end of the body) would otherwise wait for the
+            // client's delayed acknowledgement.
+            let listener = tokio::net::TcpListener::bind(addr).await?.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             axum::serve(listener, router).await?;
         }
         _ => return Err("usage: rmcp-echo --http ADDR | --http-sessions ADDR | --stdio".into()),
