@@ -15,6 +15,11 @@
 //! The write timeout is the connection's: a connection on which no body made progress for that
 //! long is closed, with every stream on it. hyper keeps a stream's sending to itself, so one
 //! stream cannot be reset alone.
+//!
+//! Closing gracefully (idle, or the server stopping) sends GOAWAY, after which hyper waits for the
+//! client to answer a PING before it closes. A connection with no stream left is dropped when the
+//! client has not answered within [`GOAWAY_GRACE`], so that a client that does not take part
+//! cannot hold it open.
 
 use std::future::Future;
 use std::io;
@@ -41,6 +46,11 @@ use super::{BoxError, McpBody};
 
 /// The largest DATA frame handed to hyper: HTTP/2's default frame size.
 const FRAME: usize = 16 * 1024;
+/// How long a connection without streams that has been sent GOAWAY waits for the client before it
+/// is dropped. hyper sends a PING after the first GOAWAY and closes only once the client answers
+/// it (RFC 9113 §6.8's round trip for streams already under way); a client that never answers,
+/// having read nothing or ignoring the PING, would keep the connection forever.
+const GOAWAY_GRACE: Duration = Duration::from_secs(1);
 
 /// The limits of one connection.
 #[derive(Clone, Copy, Debug)]
@@ -134,6 +144,7 @@ where
         idle_due: None,
         busy_due: None,
         closing: false,
+        drop_due: None,
     };
     Watched::new(
         watch,
@@ -285,6 +296,8 @@ struct Watch<C, G> {
     busy_due: Option<Instant>,
     /// Whether GOAWAY has been asked for.
     closing: bool,
+    /// When a closing connection with no open stream is dropped.
+    drop_due: Option<Instant>,
 }
 
 impl<C, G: FnMut(Pin<&mut C>)> Watch<C, G> {
@@ -310,11 +323,23 @@ where
             if let Poll::Ready(done) = this.conn.as_mut().poll(cx) {
                 return Poll::Ready(done.map_err(Into::into));
             }
-            if this.closing {
-                return Poll::Pending;
-            }
             if this.track.open.load(Ordering::Acquire) == 0 {
                 this.busy_due = None;
+                if this.closing {
+                    // GOAWAY went out and no stream is left to finish: hyper now waits for the
+                    // answer to its PING. A client that gives none within the grace is dropped,
+                    // which closes the socket.
+                    let due = *this
+                        .drop_due
+                        .get_or_insert_with(|| Instant::now() + GOAWAY_GRACE);
+                    if this.timer.poll_until(due, cx).is_pending() {
+                        return Poll::Pending;
+                    }
+                    tracing::debug!(
+                        "dropped an HTTP/2 connection whose client did not answer GOAWAY"
+                    );
+                    return Poll::Ready(Ok(()));
+                }
                 if this.settings.idle_timeout.is_zero() {
                     return Poll::Pending;
                 }
@@ -330,6 +355,7 @@ where
                 continue;
             }
             this.idle_due = None;
+            this.drop_due = None;
             let timeout = this.settings.write_timeout;
             if timeout.is_zero() {
                 return Poll::Pending;

@@ -31,7 +31,7 @@
 
 use std::future::{Future, poll_fn};
 use std::io;
-use std::pin::Pin;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -170,7 +170,21 @@ where
                     return Poll::Ready(Ok(Idle::Stop));
                 }
                 if let Poll::Ready(ready) = io.poll_read_ready(cx) {
-                    return Poll::Ready(ready.map(|()| Idle::Request));
+                    if let Err(e) = ready {
+                        return Poll::Ready(Err(e));
+                    }
+                    // Readiness may have nothing behind it (an event handled after the bytes it
+                    // reported were read), so the request's first bytes are read here, while the
+                    // idle timer still runs, rather than by a read that would wait for them
+                    // untimed. A read that finds nothing clears the readiness and waits for
+                    // the next, and the buffer goes again.
+                    buf.reserve(request::READ_CHUNK);
+                    match pin!(io.read_buf(&mut buf)).poll(cx) {
+                        Poll::Ready(Ok(0)) => return Poll::Ready(Ok(Idle::Closed)),
+                        Poll::Ready(Ok(_)) => return Poll::Ready(Ok(Idle::Request)),
+                        Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                        Poll::Pending => buf = BytesMut::new(),
+                    }
                 }
                 if settings.idle_timeout.is_zero() {
                     return Poll::Pending;
@@ -181,7 +195,7 @@ where
             .await?;
             match next {
                 Idle::Request => {}
-                Idle::Stop => return Ok(()),
+                Idle::Closed | Idle::Stop => return Ok(()),
                 Idle::Expired => {
                     out.stats.closed(CloseReason::Idle);
                     return shut(&mut io).await;
@@ -245,8 +259,10 @@ where
 
 /// How the wait between requests ended.
 enum Idle {
-    /// Bytes arrived: the next request.
+    /// Bytes arrived, now in the buffer: the next request.
     Request,
+    /// The peer closed the connection.
+    Closed,
     /// The server stops.
     Stop,
     /// The idle timeout passed.

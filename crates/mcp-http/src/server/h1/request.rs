@@ -18,7 +18,7 @@ const MAX_HEAD: usize = 64 * 1024;
 /// The most header fields a request may carry.
 const MAX_HEADERS: usize = 100;
 /// The room each read of a request asks for at least.
-const READ_CHUNK: usize = 4 * 1024;
+pub(super) const READ_CHUNK: usize = 4 * 1024;
 /// The longest chunk-size line (with extensions) or trailer section of a chunked body.
 const MAX_CHUNK_LINE: usize = 4 * 1024;
 const MAX_TRAILERS: usize = 16 * 1024;
@@ -93,8 +93,9 @@ async fn read_head(
         if buf.capacity() - buf.len() < READ_CHUNK / 4 {
             buf.reserve(READ_CHUNK);
         }
-        let n = if buf.is_empty() || timeout.is_zero() {
-            // Before a request's first byte the connection is idle, and idle is not timed.
+        // The connection reads a request's first bytes itself, under the idle timeout: from
+        // them on, the head has the head timeout.
+        let n = if timeout.is_zero() {
             io.read_buf(buf).await?
         } else {
             let at = *deadline.get_or_insert_with(|| Instant::now() + timeout);

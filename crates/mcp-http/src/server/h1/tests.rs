@@ -494,6 +494,42 @@ async fn an_idle_connection_closes_after_the_idle_timeout() {
     assert_eq!(stats.closed_for(CloseReason::Idle), 1);
 }
 
+/// Readiness with nothing to read behind it (tokio warns that it happens, and it did under load:
+/// an event handled after the bytes it reported had been read) does not turn the wait for the
+/// next request into a read that waits forever: the idle timeout still closes the connection.
+#[cfg(unix)]
+#[tokio::test]
+async fn readiness_with_nothing_to_read_does_not_stop_the_idle_timeout() {
+    use std::os::fd::AsFd as _;
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let mut client = TcpStream::connect(listener.local_addr().expect("addr"))
+        .await
+        .expect("connect");
+    let (server, _) = listener.accept().await.expect("accept");
+    client.write_all(b"G").await.expect("write");
+    server.readable().await.expect("readable");
+    // The byte is taken through another descriptor of the same socket, which tokio does not see:
+    // the readiness it recorded stays, with nothing left to read.
+    let fd = server.as_fd().try_clone_to_owned().expect("dup");
+    let mut side = std::net::TcpStream::from(fd);
+    let mut byte = [0u8; 1];
+    std::io::Read::read_exact(&mut side, &mut byte).expect("the byte");
+    let settings = Settings {
+        idle_timeout: Duration::from_millis(300),
+        ..SETTINGS
+    };
+    let stats = Arc::new(ConnectionStats::default());
+    let dropped = Arc::new(AtomicBool::new(false));
+    let handler = move |r| handle(r, dropped.clone());
+    let conn = serve(server, handler, Stop::new(), settings, stats.clone());
+    within("the idle timeout to close the connection", conn)
+        .await
+        .expect("closed");
+    assert_eq!(stats.closed_for(CloseReason::Idle), 1);
+    drop(side);
+    assert_eq!(read_to_close(&mut client).await, "");
+}
+
 #[tokio::test]
 async fn a_client_that_stops_reading_is_dropped_after_the_write_timeout() {
     let settings = Settings {

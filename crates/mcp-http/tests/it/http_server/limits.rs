@@ -1,6 +1,7 @@
 //! The limits on connections: the idle timeout on both protocols (and not while a stream is
-//! open), the cap on open connections, the write timeout for clients that stop reading, the
-//! memory of large responses, and HTTP/2's concurrent streams.
+//! open; also for an HTTP/2 client that answers nothing), the cap on open connections, the write
+//! timeout for clients that stop reading, the memory of large responses, and HTTP/2's concurrent
+//! streams.
 
 use std::time::Duration;
 
@@ -45,6 +46,60 @@ async fn idle_connections_of_both_protocols_are_closed_after_the_idle_timeout() 
     // An HTTP/2 connection that never opened a stream is idle from its preface on.
     let mut silent = Client::h2(srv.addr).await;
     silent.wait_closed().await;
+}
+
+/// The frame types in `wire`, a run of HTTP/2 frames (RFC 9113 §4.1), as far as they are whole.
+fn frame_types(wire: &[u8]) -> Vec<u8> {
+    let mut types = Vec::new();
+    let mut rest = wire;
+    while rest.len() >= 9 {
+        let len = usize::from(rest[0]) << 16 | usize::from(rest[1]) << 8 | usize::from(rest[2]);
+        if rest.len() < 9 + len {
+            break;
+        }
+        types.push(rest[3]);
+        rest = &rest[9 + len..];
+    }
+    types
+}
+
+/// An HTTP/2 client that sends its preface and then nothing, reading what the server sends but
+/// never answering it (not the PING that follows GOAWAY), is closed soon after the idle timeout.
+/// Before, hyper waited for the PING's answer after the idle GOAWAY, and such a client kept its
+/// connection forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_h2_client_that_never_answers_is_closed() {
+    use tokio::io::AsyncWriteExt as _;
+    let idle = Duration::from_millis(300);
+    let srv = TestServer::start_with(full_server, config(|c| c.idle_timeout = idle)).await;
+    let mut conn = TcpStream::connect(srv.addr).await.expect("connect");
+    conn.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .await
+        .expect("the preface");
+    // An empty SETTINGS frame, never followed by the acknowledgement of the server's.
+    conn.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0])
+        .await
+        .expect("SETTINGS");
+    let started = tokio::time::Instant::now();
+    let mut wire = Vec::new();
+    let read_to_end = async {
+        let mut buf = [0u8; 1024];
+        loop {
+            match conn.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => wire.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    // The idle timeout, then a second's grace for the answer to GOAWAY's PING, and some slack.
+    let bound = idle + Duration::from_secs(3);
+    assert!(
+        tokio::time::timeout(bound, read_to_end).await.is_ok(),
+        "still open {bound:?} after the preface"
+    );
+    assert!(started.elapsed() >= idle * 3 / 4, "{:?}", started.elapsed());
+    let types = frame_types(&wire);
+    assert!(types.contains(&0x7), "a GOAWAY before closing: {types:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
