@@ -59,7 +59,7 @@ pub use hub::ListenStream;
 pub use legacy::{Eras, LEGACY_VERSIONS, LegacyNotifications, LegacySession, TrackGuard};
 pub use mrtr::{KeyTooShort, MIN_KEY_LEN, StateError, StateSealer};
 pub use observe::{Metrics, RequestLog, RequestObserver, RequestProbe};
-pub use principal::Principal;
+pub use principal::{InsufficientScope, Principal, PrincipalBuilder};
 pub use registry::{TemplateError, UriTemplate};
 pub use router::{Incoming, Outcome, Prepared, Reply, ReplyMessage, RequestIo, ToolCallGuard};
 pub use server::{SUPPORTED_VERSIONS, Server, ServerBuilder, ServerConfig};
