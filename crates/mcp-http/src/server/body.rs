@@ -8,7 +8,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::Stream;
 use http_body::{Body, Frame, SizeHint};
-use mcp_server::{LegacyNotifications, ListenStream};
+use mcp_server::ListenStream;
 use tokio::sync::mpsc;
 use tokio::time::{Interval, MissedTickBehavior};
 use tokio_util::sync::DropGuard;
@@ -49,12 +49,8 @@ enum Source {
     Events(mpsc::Receiver<Event>, Option<Event>),
     Listen(ListenStream),
     /// The GET stream of a handshake-era session.
-    Session {
-        stream: LegacyNotifications,
-        /// Counts the stream as open while it lives, and says whether it is the one of the
-        /// session's streams that carries notifications.
-        open: super::legacy::StreamGuard,
-    },
+    /// Its guard counts the stream as open while it lives and hands it the session's events.
+    Session(super::legacy::StreamGuard),
 }
 
 impl std::fmt::Debug for McpBody {
@@ -104,19 +100,8 @@ impl McpBody {
     }
 
     /// A legacy session's GET stream; `guard` counts it as open for as long as it lives.
-    pub(crate) fn session(
-        stream: LegacyNotifications,
-        guard: super::legacy::StreamGuard,
-        keep_alive: Option<Duration>,
-    ) -> Self {
-        Self::sse(
-            Source::Session {
-                stream,
-                open: guard,
-            },
-            keep_alive,
-            None,
-        )
+    pub(crate) fn session(guard: super::legacy::StreamGuard, keep_alive: Option<Duration>) -> Self {
+        Self::sse(Source::Session(guard), keep_alive, None)
     }
 
     fn sse(source: Source, keep_alive: Option<Duration>, cancel: Option<DropGuard>) -> Self {
@@ -144,7 +129,8 @@ fn data_frame(message: &[u8]) -> Frame<Bytes> {
 }
 
 impl SseBody {
-    fn poll_message(&mut self, cx: &mut Context<'_>) -> Poll<Option<(Vec<u8>, bool)>> {
+    /// The next event as a whole frame, and whether it is the last.
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<(Frame<Bytes>, bool)>> {
         match &mut self.source {
             Source::Events(rx, first) => {
                 let event = match first.take() {
@@ -152,21 +138,16 @@ impl SseBody {
                     None => ready!(rx.poll_recv(cx)),
                 };
                 Poll::Ready(event.map(|e| match e {
-                    Event::Notification(m) => (m, false),
-                    Event::Final(m, _) => (m, true),
+                    Event::Notification(m) => (data_frame(&m), false),
+                    Event::Final(m, _) => (data_frame(&m), true),
                 }))
             }
             Source::Listen(stream) => {
-                Poll::Ready(ready!(Pin::new(stream).poll_next(cx)).map(|m| (m, false)))
+                Poll::Ready(ready!(Pin::new(stream).poll_next(cx)).map(|m| (data_frame(&m), false)))
             }
-            // Only one of a session's streams carries each notification; the others pass.
-            Source::Session { stream, open } => loop {
-                match ready!(Pin::new(&mut *stream).poll_next(cx)) {
-                    Some(m) if open.carries() => return Poll::Ready(Some((m, false))),
-                    Some(_) => {}
-                    None => return Poll::Ready(None),
-                }
-            },
+            Source::Session(guard) => {
+                Poll::Ready(ready!(guard.poll_frame(cx)).map(|f| (Frame::data(f), false)))
+            }
         }
     }
 }
@@ -185,15 +166,15 @@ impl Body for McpBody {
                 if sse.done {
                     return Poll::Ready(None);
                 }
-                match sse.poll_message(cx) {
-                    Poll::Ready(Some((message, last))) => {
+                match sse.poll_event(cx) {
+                    Poll::Ready(Some((frame, last))) => {
                         if last {
                             sse.done = true;
                         }
                         if let Some(k) = &mut sse.keep_alive {
                             k.reset();
                         }
-                        return Poll::Ready(Some(Ok(data_frame(&message))));
+                        return Poll::Ready(Some(Ok(frame)));
                     }
                     Poll::Ready(None) => {
                         sse.done = true;

@@ -27,4 +27,4 @@ mod parser;
 mod writer;
 
 pub use parser::{DEFAULT_MAX_EVENT_SIZE, SseError, SseEvent, SseParser};
-pub use writer::{write_comment, write_event};
+pub use writer::{write_comment, write_event, write_event_with_id};

@@ -9,6 +9,23 @@
 /// No `id:` or `retry:` is written: 2026-07-28 streams are not resumable.
 pub fn write_event(out: &mut Vec<u8>, data: &[u8]) {
     out.reserve(data.len() + 8);
+    write_data(out, data);
+}
+
+/// Appends one event with an `id:` field, for the resumable streams of the handshake era (a client
+/// that reconnects names the last id it saw in `Last-Event-ID`).
+///
+/// An id holds no line break or NUL (the parser would end the field there, or ignore it); the
+/// server's ids are decimal numbers.
+pub fn write_event_with_id(out: &mut Vec<u8>, id: u64, data: &[u8]) {
+    out.reserve(data.len() + 32);
+    out.extend_from_slice(b"id: ");
+    out.extend_from_slice(id.to_string().as_bytes());
+    out.push(b'\n');
+    write_data(out, data);
+}
+
+fn write_data(out: &mut Vec<u8>, data: &[u8]) {
     for line in lines(data) {
         out.extend_from_slice(b"data: ");
         out.extend_from_slice(line);
@@ -78,6 +95,16 @@ mod tests {
     fn one_json_message_is_one_data_line() {
         assert_eq!(event(br#"{"a":1}"#), "data: {\"a\":1}\n\n");
         assert_eq!(event(b""), "data: \n\n");
+    }
+
+    #[test]
+    fn an_id_comes_before_the_data() {
+        let mut out = Vec::new();
+        write_event_with_id(&mut out, 42, br#"{"a":1}"#);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "id: 42\ndata: {\"a\":1}\n\n"
+        );
     }
 
     #[test]

@@ -41,6 +41,31 @@ fn notification(method: &str, params: serde_json::Value) -> Vec<u8> {
 }
 
 impl LegacySession {
+    /// The notifications that make a client re-list everything it follows, for a stream that may
+    /// have missed some (a resumption from an event the server no longer remembers): a
+    /// `list_changed` for each kind of item the server has. Resource updates cannot be replayed,
+    /// so `resources/list_changed` stands in for them, as after a lag.
+    pub fn resync(&self, server: &Server) -> Vec<Vec<u8>> {
+        let registry = server.inner.registry.load();
+        let mut out = Vec::with_capacity(3);
+        if registry.has_tools() {
+            out.push(notification("notifications/tools/list_changed", json!({})));
+        }
+        if registry.has_prompts() {
+            out.push(notification(
+                "notifications/prompts/list_changed",
+                json!({}),
+            ));
+        }
+        if registry.has_resources() {
+            out.push(notification(
+                "notifications/resources/list_changed",
+                json!({}),
+            ));
+        }
+        out
+    }
+
     /// The session's change notifications, from now on. On stdio there is one such stream per
     /// session; on HTTP, the GET stream carries it.
     pub fn notifications(&self, server: &Server) -> LegacyNotifications {

@@ -450,3 +450,141 @@ async fn sessions_are_bounded_in_number_and_idle_time() {
     let ok = send(&srv, &legacy(&list, Some(&fresh))).await;
     assert_eq!(ok.status, StatusCode::OK);
 }
+
+/// A GET of the session's stream, resuming after `last_event_id` when given.
+fn session_get(session: &str, last_event_id: Option<&str>) -> Post {
+    let get = Post::bare("")
+        .method(Method::GET)
+        .without("content-type")
+        .header("Accept", "text/event-stream")
+        .header("Mcp-Session-Id", session);
+    match last_event_id {
+        Some(id) => get.header("Last-Event-ID", id),
+        None => get,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_get_stream_resumes_after_the_last_event_it_received() {
+    // spec 2025-11-25 streamable-http ("Resumability and Redelivery"): event ids are unique across
+    // the session's streams; a client reconnecting with Last-Event-ID gets what the broken stream
+    // was sent after that event, and what happened while no stream was open, once each.
+    let srv = TestServer::start().await;
+    let session = open_session(&srv, json!({})).await;
+    let subscribe = rpc(1, "resources/subscribe", json!({"uri": UNICODE_URI}));
+    let reply = send(&srv, &legacy(&subscribe, Some(&session))).await;
+    assert_eq!(reply.json()["result"], json!({}));
+
+    let mut client = Client::h1(srv.addr).await;
+    let mut stream = SseStream::new(client.open_any(&session_get(&session, None)).await);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    srv.server.notify_resource_updated(UNICODE_URI);
+    stream.next().await.expect("the first update");
+    let first = stream.last_event_id();
+    assert!(
+        first.parse::<u64>().is_ok(),
+        "a numeric event id: {first:?}"
+    );
+    srv.server.notify_resource_updated(UNICODE_URI);
+    stream.next().await.expect("the second update");
+    let second = stream.last_event_id();
+    assert_ne!(first, second, "each event has an id of its own");
+    // The connection breaks; the client had processed only the first event. Meanwhile a tool goes.
+    drop(stream);
+    drop(client);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    srv.server.remove_tool("echo");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    let mut client = Client::h1(srv.addr).await;
+    let mut stream = SseStream::new(client.open_any(&session_get(&session, Some(&first))).await);
+    let replayed = stream.next().await.expect("the replayed update");
+    assert_eq!(replayed["method"], "notifications/resources/updated");
+    assert_eq!(stream.last_event_id(), second, "replayed with its own id");
+    let missed = stream
+        .next()
+        .await
+        .expect("what happened while disconnected");
+    assert_eq!(missed["method"], "notifications/tools/list_changed");
+    let last = stream.last_event_id();
+    assert!(quiet(&mut stream).await, "something was sent twice");
+    drop(stream);
+    drop(client);
+
+    // Resuming after the newest event replays nothing; the stream goes on with what comes next.
+    let mut client = Client::h1(srv.addr).await;
+    let mut stream = SseStream::new(client.open_any(&session_get(&session, Some(&last))).await);
+    assert!(quiet(&mut stream).await, "nothing was missed");
+    srv.server.notify_resource_updated(UNICODE_URI);
+    stream.next().await.expect("a new update");
+    assert!(stream.last_event_id().parse::<u64>().unwrap() > last.parse::<u64>().unwrap());
+
+    // An id the server never wrote is ignored, as if the header were absent.
+    let mut other = Client::h1(srv.addr).await;
+    let mut ignored = SseStream::new(
+        other
+            .open_any(&session_get(&session, Some("not-an-id")))
+            .await,
+    );
+    assert!(quiet(&mut ignored).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumption_never_replays_what_another_stream_carried_and_resyncs_when_too_old() {
+    let srv = TestServer::start().await;
+    let session = open_session(&srv, json!({})).await;
+    let subscribe = rpc(1, "resources/subscribe", json!({"uri": UNICODE_URI}));
+    send(&srv, &legacy(&subscribe, Some(&session))).await;
+
+    let mut first_client = Client::h1(srv.addr).await;
+    let mut first = SseStream::new(first_client.open_any(&session_get(&session, None)).await);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    srv.server.notify_resource_updated(UNICODE_URI);
+    first.next().await.expect("an update on the first stream");
+    let on_first = first.last_event_id();
+
+    // A second stream takes over; what it carries belongs to it alone.
+    let mut second_client = Client::h1(srv.addr).await;
+    let mut second = SseStream::new(second_client.open_any(&session_get(&session, None)).await);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    srv.server.notify_resource_updated(UNICODE_URI);
+    second.next().await.expect("an update on the second stream");
+    drop((first, first_client));
+    let mut again_client = Client::h1(srv.addr).await;
+    let mut again = SseStream::new(
+        again_client
+            .open_any(&session_get(&session, Some(&on_first)))
+            .await,
+    );
+    assert!(
+        quiet(&mut again).await,
+        "replayed an event another stream carried"
+    );
+    drop((again, again_client, second, second_client));
+
+    // Many events later the first id is forgotten: the client is told to re-list instead. (A new
+    // stream carries them: the server may not have seen the others close yet.)
+    let mut third_client = Client::h1(srv.addr).await;
+    let mut third = SseStream::new(third_client.open_any(&session_get(&session, None)).await);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    for _ in 0..80 {
+        srv.server.notify_resource_updated(UNICODE_URI);
+        third.next().await.expect("an update");
+    }
+    drop((third, third_client));
+    let mut late_client = Client::h1(srv.addr).await;
+    let mut late = SseStream::new(
+        late_client
+            .open_any(&session_get(&session, Some(&on_first)))
+            .await,
+    );
+    let mut methods = Vec::new();
+    while let Ok(Some(m)) = tokio::time::timeout(Duration::from_millis(300), late.next()).await {
+        methods.push(m["method"].as_str().unwrap_or_default().to_owned());
+    }
+    assert!(
+        methods.contains(&"notifications/resources/list_changed".to_owned())
+            && methods.contains(&"notifications/tools/list_changed".to_owned()),
+        "{methods:?}"
+    );
+}

@@ -97,6 +97,11 @@ impl SseStream {
         .await
     }
 
+    /// The id of the last event read that had one (empty before any).
+    pub fn last_event_id(&self) -> String {
+        self.parser.last_event_id().to_owned()
+    }
+
     /// Asserts that the stream ends now, with no further event or comment.
     pub async fn expect_end(&mut self) {
         let before = self.raw.len();

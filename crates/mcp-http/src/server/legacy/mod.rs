@@ -15,12 +15,11 @@
 //! response that carries the server's request; the client POSTs its answer, which is handed to the
 //! waiting handler. A JSON-RPC error is answered with 200, as that era does.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use http::header::{ACCEPT, CONTENT_TYPE};
+use http::header::{ACCEPT, CONTENT_TYPE, HeaderName};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use mcp_server::observe::RequestEra;
 use mcp_server::{
@@ -33,6 +32,13 @@ use tokio_util::sync::CancellationToken;
 use super::body::{Event, McpBody};
 use super::{JSON, McpService, http_error, keep_alive, plain, sse_response, status_for};
 use crate::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
+
+mod streams;
+
+/// The header a reconnecting client names the last event it received in.
+const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+
+pub(crate) use streams::{OpenStreams, StreamGuard};
 
 /// How handshake-era clients are served on the HTTP endpoint.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -59,57 +65,6 @@ struct Entry {
     last_used: Instant,
     /// Open GET streams: a session with one is never idle.
     streams: Arc<OpenStreams>,
-}
-
-/// The open GET streams of one session, by the order they were opened in.
-///
-/// spec 2025-11-25 streamable-http ("Multiple Connections"): a client may stay connected to several
-/// streams at once, and the server sends each message on only one of them, never on all. The
-/// newest stream carries the session's notifications; when it closes, the newest of those left
-/// takes over. Hosts do open a second GET a few seconds after the first (a refused one breaks
-/// them), and the newest is the one a reconnecting client is listening on.
-#[derive(Default)]
-pub(crate) struct OpenStreams {
-    next: AtomicU64,
-    open: Mutex<BTreeSet<u64>>,
-}
-
-impl OpenStreams {
-    fn open(self: &Arc<Self>) -> StreamGuard {
-        let ticket = self.next.fetch_add(1, Ordering::Relaxed);
-        self.open.lock().expect("streams lock").insert(ticket);
-        StreamGuard {
-            streams: self.clone(),
-            ticket,
-        }
-    }
-
-    fn any(&self) -> bool {
-        !self.open.lock().expect("streams lock").is_empty()
-    }
-}
-
-/// One open GET stream of a session, counted for as long as it lives.
-pub(crate) struct StreamGuard {
-    streams: Arc<OpenStreams>,
-    ticket: u64,
-}
-
-impl StreamGuard {
-    /// Whether this stream is the one that carries the session's notifications now.
-    pub(crate) fn carries(&self) -> bool {
-        self.streams.open.lock().expect("streams lock").last() == Some(&self.ticket)
-    }
-}
-
-impl Drop for StreamGuard {
-    fn drop(&mut self) {
-        self.streams
-            .open
-            .lock()
-            .expect("streams lock")
-            .remove(&self.ticket);
-    }
 }
 
 /// Why a session header could not be used.
@@ -361,14 +316,13 @@ impl McpService {
                 "Not Acceptable: the GET stream is text/event-stream",
             ));
         }
-        let guard = streams.open();
+        let last_event_id = parts
+            .headers
+            .get(LAST_EVENT_ID)
+            .and_then(|v| v.to_str().ok());
+        let guard = streams.open(&session, &self.inner.server, last_event_id);
         probe.dismiss();
-        let stream = session.notifications(&self.inner.server);
-        Some(sse_response(McpBody::session(
-            stream,
-            guard,
-            keep_alive(config),
-        )))
+        Some(sse_response(McpBody::session(guard, keep_alive(config))))
     }
 
     /// A POSTed notification: handed to its session when it names one (`notifications/initialized`,
