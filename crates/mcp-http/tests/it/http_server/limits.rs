@@ -204,6 +204,10 @@ async fn the_h2_concurrent_stream_limit_is_a_setting() {
         TestServer::start_with(full_server, config(|c| c.h2_max_concurrent_streams = 1)).await;
     let client = Client::h2(srv.addr).await;
     let mut first = client.stream_handle();
+    // One whole exchange first: the answer comes after the server's SETTINGS on the connection, so
+    // the client has applied its stream limit before the test opens two streams. Otherwise a
+    // client that has not read them yet may open the second stream at once and have it refused.
+    first.send(&echo(0, "settled")).await.tool_text(json!(0));
     let gated = Post::tool(
         1,
         "slow",
