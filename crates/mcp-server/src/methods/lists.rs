@@ -66,11 +66,12 @@ impl Server {
         raw_reply(req, encoded)
     }
 
-    /// One page of a list. A list none of whose items needs a scope is the same for every caller:
-    /// each page is encoded once per registry generation and written from the stored bytes. A list
-    /// with scoped items is filtered for the caller, encoded for this request only (never stored,
-    /// so no caller is served another's page), marked `cacheScope: "private"`, and paged with
-    /// cursors bound to the caller's view of it.
+    /// One page of a list. A list none of whose items needs a scope is the same for every caller,
+    /// and so is the whole list that every anonymous caller sees (anonymous means no auth layer,
+    /// see [`Scopes`]): each page is encoded once per registry generation and written from the
+    /// stored bytes. For an authenticated caller, a list with scoped items is filtered, encoded for
+    /// this request only (never stored, so no caller is served another's page), marked
+    /// `cacheScope: "private"`, and paged with cursors bound to the caller's view of it.
     #[allow(clippy::too_many_arguments)]
     fn page<'r, T: Clone + 'r, I>(
         &self,
@@ -97,7 +98,7 @@ impl Server {
                 false,
             )
         };
-        if !registry.restricted(kind) {
+        if principal.is_anonymous() || !registry.restricted(kind) {
             let Ok(offset) = decode_cursor(kind, params.cursor.as_deref(), len, page_size, None)
             else {
                 return invalid();

@@ -36,8 +36,9 @@ impl Server {
             return crate::scopes::refusal(&req.id, &what, &found.scopes);
         }
         // spec 2026-07-28 (DIGEST §15): what a scoped resource holds is for callers with its
-        // scopes only, so no cache may share it across authorization contexts.
-        let cache_scope = if found.scopes.is_unrestricted() {
+        // scopes only, so no cache may share it across authorization contexts. Without an auth
+        // layer (anonymous) there is one context.
+        let cache_scope = if found.scopes.is_unrestricted() || io.principal.is_anonymous() {
             self.inner.config.cache_scope
         } else {
             mcp_types::CacheScope::Private

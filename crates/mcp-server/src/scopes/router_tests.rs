@@ -210,6 +210,25 @@ async fn filtered_lists_are_private_and_cursors_belong_to_one_view() {
     let next = ask(&server, &same, "tools/list", json!({"cursor": cursor})).await;
     assert_eq!(names(&next, "tools", "name"), ["read", "write"]);
 
+    // Anonymous callers (no auth layer) share one view: the whole list, public and cached, with
+    // cursors that no authenticated view accepts, nor the other way round.
+    let anonymous = ask(&server, &Principal::anonymous(), "tools/list", json!({})).await;
+    assert_eq!(anonymous["result"]["cacheScope"], "public", "{anonymous}");
+    let plain = anonymous["result"]["nextCursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let refused = ask(&server, &all, "tools/list", json!({"cursor": plain})).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let refused = ask(
+        &server,
+        &Principal::anonymous(),
+        "tools/list",
+        json!({"cursor": cursor}),
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+
     // Reads of a scoped resource are private, of a public one as configured.
     let reader = caller(&["files:read"]);
     let secret = ask(
@@ -340,6 +359,9 @@ async fn calls_beyond_the_callers_scopes_are_refused_naming_every_scope_needed()
     )
     .await;
     assert_eq!(ok["result"]["cacheScope"], "private", "{ok}");
+    let vault = json!({"uri": "mem://vault/k"});
+    let ok = ask(&server, &Principal::anonymous(), "resources/read", vault).await;
+    assert_eq!(ok["result"]["cacheScope"], "public", "{ok}");
     // An unknown tool is still unknown, whoever asks.
     let unknown = ask(&server, &reader, "tools/call", json!({"name": "nope"})).await;
     assert_eq!(unknown["error"]["code"], -32602);

@@ -284,6 +284,15 @@ async fn two_callers_see_different_lists_and_never_each_others_pages() {
         anonymous,
         ["admin", "open", "pick", "read", "slow", "write"]
     );
+    // Anonymous callers (no auth layer) share one public view, which no other view's cursor
+    // reaches.
+    let c1 = client.send(&list(30, None, None)).await.result(json!(30));
+    assert_eq!(c1["cacheScope"], "public");
+    client.send(&list(31, Some(&a_cursor), None)).await.error(
+        StatusCode::OK,
+        -32602,
+        Some(json!(31)),
+    );
 
     // The other lists are filtered the same way.
     let resources = |id: i64, method: &str, scopes: &str| {
