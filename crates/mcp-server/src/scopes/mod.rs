@@ -126,7 +126,7 @@ impl Scopes {
     /// The first scope that is not a valid RFC 6749 §3.3 `scope-token` (printable ASCII without
     /// space, `"` or `\`), if any. Registration refuses such scopes: they could not be named in a
     /// `WWW-Authenticate` challenge.
-    pub(crate) fn invalid(&self) -> Option<&str> {
+    pub fn invalid(&self) -> Option<&str> {
         self.alternatives()
             .flatten()
             .map(String::as_str)
