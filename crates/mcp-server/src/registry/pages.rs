@@ -1,8 +1,10 @@
 //! Encoded list pages and opaque cursors.
 //!
-//! A list result depends only on the registry generation and the server's configuration, so each page
-//! is encoded once, on first use, and every later `tools/list` writes the stored bytes
-//! (spec 2026-07-28 server/tools: lists do not vary per connection).
+//! A list none of whose items needs a scope depends only on the registry generation and the server's
+//! configuration, so each page is encoded once, on first use, and every later `tools/list` writes
+//! the stored bytes (spec 2026-07-28 server/tools: lists do not vary per connection). A list
+//! filtered for an authenticated caller is never stored here; its cursors name the caller's view
+//! ([`view_of`]).
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
