@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use mcp_server::{
-    BoxFuture, HandlerError, RequestContext, ResourceHandler, Server, ServerBuilder, TemplateVars,
+    BoxFuture, HandlerError, RequestContext, ResourceHandler, Scoped, Scopes, Server,
+    ServerBuilder, TemplateVars, WithScopes,
 };
 use mcp_types::{ErrorObject, Resource, ResourceContents, ResourceTemplate, TextResourceContents};
 use serde_json::json;
@@ -28,6 +29,7 @@ pub struct FsRoot {
     name: String,
     path: PathBuf,
     uri: String,
+    scopes: Scopes,
 }
 
 impl FsRoot {
@@ -41,6 +43,11 @@ impl FsRoot {
         &self.path
     }
 
+    /// The scopes a caller needs for it.
+    pub fn scopes(&self) -> &Scopes {
+        &self.scopes
+    }
+
     /// Its URI, `file://` + the canonical path + `/`; every resource under it starts with this.
     pub fn uri(&self) -> &str {
         &self.uri
@@ -51,7 +58,7 @@ impl FsRoot {
         format!("{}{{+path}}", self.uri)
     }
 
-    fn resource(&self) -> Resource {
+    fn resource(&self) -> Scoped<Resource> {
         Resource::new(&self.uri, &self.name)
             .with_description(format!(
                 "The directory {}. Reading it lists its entries, one relative URI per line \
@@ -59,14 +66,17 @@ impl FsRoot {
                 self.path.display()
             ))
             .with_mime_type(mime::DIRECTORY)
+            .with_scopes(self.scopes.clone())
     }
 
-    fn template(&self) -> ResourceTemplate {
-        ResourceTemplate::new(self.uri_template(), &self.name).with_description(format!(
-            "Any file or directory under {}: a file reads as text or a base64 blob by its type, \
-             a directory as an inode/directory listing.",
-            self.path.display()
-        ))
+    fn template(&self) -> Scoped<ResourceTemplate> {
+        ResourceTemplate::new(self.uri_template(), &self.name)
+            .with_description(format!(
+                "Any file or directory under {}: a file reads as text or a base64 blob by its type, \
+                 a directory as an inode/directory listing.",
+                self.path.display()
+            ))
+            .with_scopes(self.scopes.clone())
     }
 }
 
@@ -120,7 +130,12 @@ impl FsAdapter {
                 path.file_name()
                     .map_or_else(|| "/".to_owned(), |n| n.to_string_lossy().into_owned())
             });
-            resolved.push(FsRoot { name, path, uri });
+            resolved.push(FsRoot {
+                name,
+                path,
+                uri,
+                scopes: config.scopes,
+            });
         }
         let listed = Mutex::new(vec![BTreeSet::new(); resolved.len()]);
         Ok(FsAdapter {
@@ -174,13 +189,27 @@ impl FsAdapter {
     /// that [`watch`](Self::watch) can keep `resources/list` current.
     pub fn register(&self, mut builder: ServerBuilder) -> ServerBuilder {
         let mut listed = self.inner.lock_listed();
-        for (i, root) in self.inner.roots.iter().enumerate() {
+        // The runtime serves a URI by the first template that matches it, so a root nested in
+        // another is registered first: its files are served under its own scopes and cache hints.
+        // Roots that nest in none keep their given order.
+        let roots = &self.inner.roots;
+        let depth = |i: usize| {
+            roots
+                .iter()
+                .filter(|r| r.uri != roots[i].uri && roots[i].uri.starts_with(&r.uri))
+                .count()
+        };
+        let mut order: Vec<usize> = (0..roots.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(depth(i)));
+        for i in order {
+            let root = &self.inner.roots[i];
             builder = builder
                 .resource(root.resource(), self.inner.handler(i))
                 .resource_template(root.template(), self.inner.handler(i));
             let mut uris = BTreeSet::new();
             for resource in self.inner.top_level(i) {
                 uris.insert(resource.uri.clone());
+                let resource = resource.with_scopes(root.scopes.clone());
                 builder = builder.resource(resource, self.inner.handler(i));
             }
             listed[i] = uris;
@@ -355,6 +384,7 @@ impl Inner {
                 continue;
             }
             let uri = resource.uri.clone();
+            let resource = resource.with_scopes(self.roots[i].scopes.clone());
             if let Err(e) = server.add_resource(resource, self.handler(i)) {
                 tracing::warn!(uri, error = %e, "cannot list a new file");
             }
@@ -381,7 +411,7 @@ struct RootHandler {
 impl ResourceHandler for RootHandler {
     fn read(
         &self,
-        _ctx: RequestContext,
+        ctx: RequestContext,
         uri: String,
         // The runtime's variables are percent-decoded, which loses the difference between `/` and
         // `%2F`; the raw URI is parsed instead.
@@ -389,6 +419,17 @@ impl ResourceHandler for RootHandler {
     ) -> BoxFuture<Result<Vec<ResourceContents>, HandlerError>> {
         let inner = self.inner.clone();
         let root = self.root;
+        // Roots may nest, and the runtime serves a URI by the first template that matches it: a
+        // file of a nested root may arrive through the template of the root around it. It needs
+        // the scopes of every root that contains it, not only of the one that matched.
+        if let Some(other) = inner
+            .roots
+            .iter()
+            .find(|r| uri.starts_with(&r.uri) && !r.scopes.allows(ctx.principal()))
+        {
+            let refused = ctx.require_scopes(&format!("the resource {uri}"), &other.scopes);
+            return Box::pin(async move { refused.map(|()| Vec::new()) });
+        }
         Box::pin(async move {
             tokio::task::spawn_blocking(move || inner.read(root, &uri))
                 .await

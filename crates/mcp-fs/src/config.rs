@@ -4,6 +4,8 @@ use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use mcp_server::Scopes;
+
 /// One directory to expose.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RootConfig {
@@ -12,6 +14,10 @@ pub struct RootConfig {
     pub path: PathBuf,
     /// The root resource's name; the directory's own name when absent.
     pub name: Option<String>,
+    /// The scopes an authenticated caller needs to list and read anything under the root. None
+    /// by default (see [`mcp_server::Scopes`]: anonymous callers, served without an auth layer,
+    /// are never restricted).
+    pub scopes: Scopes,
 }
 
 impl RootConfig {
@@ -20,7 +26,15 @@ impl RootConfig {
         RootConfig {
             path: path.into(),
             name: None,
+            scopes: Scopes::none(),
         }
+    }
+
+    /// Sets the scopes a caller needs for the root.
+    #[must_use]
+    pub fn with_scopes(mut self, scopes: impl Into<Scopes>) -> Self {
+        self.scopes = scopes.into();
+        self
     }
 
     /// Sets the name the root is listed under.

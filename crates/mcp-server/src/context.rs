@@ -141,6 +141,22 @@ impl RequestContext {
         &self.principal
     }
 
+    /// Refuses the request unless the caller may use what `scopes` protects (see [`Scopes`]):
+    /// for checks that depend on the arguments, such as a tool that serves several databases with
+    /// a scope each. `what` names the operation in the refusal (`query on "sales"`).
+    ///
+    /// Return the error before sending anything (progress, log messages): over HTTP it becomes a
+    /// 403 with an `insufficient_scope` challenge only while no stream has started.
+    ///
+    /// [`Scopes`]: crate::Scopes
+    pub fn require_scopes(&self, what: &str, scopes: &crate::Scopes) -> Result<(), HandlerError> {
+        if scopes.allows(&self.principal) {
+            Ok(())
+        } else {
+            Err(crate::InsufficientScope::new(what, scopes).into())
+        }
+    }
+
     /// The server serving this request, to change its registry or notify listeners.
     pub fn server(&self) -> &Server {
         &self.server

@@ -111,6 +111,18 @@ pub enum BuildError {
         /// The duplicated key.
         name: String,
     },
+    /// A registration names a scope that is not an RFC 6749 scope token.
+    #[error(
+        "{kind} {name:?}: invalid scope {scope:?}: use printable ASCII without spaces, '\"' or '\\'"
+    )]
+    Scope {
+        /// What kind of registration.
+        kind: &'static str,
+        /// Its name or URI.
+        name: String,
+        /// The refused scope.
+        scope: String,
+    },
     /// A resource template is not a valid RFC 6570 template.
     #[error(transparent)]
     Template(#[from] crate::registry::TemplateError),

@@ -506,14 +506,18 @@ impl Server {
         let method = req.method.as_ref();
         let routed = match method {
             "server/discover" => Some(self.discover(&req, &registry)),
-            "tools/list" if registry.has_tools() => Some(self.list_tools(&req, &registry)),
+            "tools/list" if registry.has_tools() => {
+                Some(self.list_tools(&req, &registry, &io.principal))
+            }
             "resources/list" if registry.has_resources() => {
-                Some(self.list_resources(&req, &registry))
+                Some(self.list_resources(&req, &registry, &io.principal))
             }
             "resources/templates/list" if registry.has_resources() => {
-                Some(self.list_templates(&req, &registry))
+                Some(self.list_templates(&req, &registry, &io.principal))
             }
-            "prompts/list" if registry.has_prompts() => Some(self.list_prompts(&req, &registry)),
+            "prompts/list" if registry.has_prompts() => {
+                Some(self.list_prompts(&req, &registry, &io.principal))
+            }
             _ => None,
         };
         if let Some(reply) = routed {

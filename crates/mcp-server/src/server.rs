@@ -14,6 +14,7 @@ use crate::hub::HubEvent;
 use crate::mrtr::StateSealer;
 use crate::observe::{Fanout, Metrics, RequestObserver, RequestProbe, Transport};
 use crate::registry::{PromptEntry, Registry, ResourceEntry, ToolEntry};
+use crate::scopes::Scoped;
 
 /// Protocol revisions this server speaks, newest first.
 pub const SUPPORTED_VERSIONS: &[&str] = &[mcp_types::LATEST_PROTOCOL_VERSION];
@@ -136,9 +137,15 @@ impl Server {
             .collect()
     }
 
-    /// Registers a tool at run time and tells listeners that the tool list changed.
-    pub fn add_tool(&self, tool: Tool, handler: impl ToolHandler) -> Result<(), BuildError> {
-        let entry = ToolEntry::new(tool, Arc::new(handler))?;
+    /// Registers a tool at run time and tells listeners that the tool list changed. Like every
+    /// registration it takes a bare definition or one with the scopes it needs
+    /// ([`WithScopes::with_scopes`](crate::WithScopes::with_scopes)).
+    pub fn add_tool(
+        &self,
+        tool: impl Into<Scoped<Tool>>,
+        handler: impl ToolHandler,
+    ) -> Result<(), BuildError> {
+        let entry = ToolEntry::new(tool.into(), Arc::new(handler))?;
         self.update(HubEvent::ToolsChanged, |r| r.add_tool(entry))
     }
 
@@ -153,13 +160,10 @@ impl Server {
     /// Registers a resource at run time and tells listeners that the resource list changed.
     pub fn add_resource(
         &self,
-        resource: Resource,
+        resource: impl Into<Scoped<Resource>>,
         handler: impl ResourceHandler,
     ) -> Result<(), BuildError> {
-        let entry = ResourceEntry {
-            def: resource,
-            handler: Arc::new(handler),
-        };
+        let entry = ResourceEntry::new(resource.into(), Arc::new(handler));
         self.update(HubEvent::ResourcesChanged, |r| r.add_resource(entry))
     }
 
@@ -174,10 +178,11 @@ impl Server {
     /// Registers a resource template at run time.
     pub fn add_resource_template(
         &self,
-        template: ResourceTemplate,
+        template: impl Into<Scoped<ResourceTemplate>>,
         handler: impl ResourceHandler,
     ) -> Result<(), BuildError> {
         let handler: Arc<dyn ResourceHandler> = Arc::new(handler);
+        let template = template.into();
         self.update(HubEvent::ResourcesChanged, |r| {
             r.add_template(template, handler)
         })
@@ -186,13 +191,10 @@ impl Server {
     /// Registers a prompt at run time and tells listeners that the prompt list changed.
     pub fn add_prompt(
         &self,
-        prompt: Prompt,
+        prompt: impl Into<Scoped<Prompt>>,
         handler: impl PromptHandler,
     ) -> Result<(), BuildError> {
-        let entry = PromptEntry {
-            def: prompt,
-            handler: Arc::new(handler),
-        };
+        let entry = PromptEntry::new(prompt.into(), Arc::new(handler));
         self.update(HubEvent::PromptsChanged, |r| r.add_prompt(entry))
     }
 
@@ -350,20 +352,27 @@ impl ServerBuilder {
     }
 
     /// Registers a tool with a hand-written definition. Its schemas are checked and compiled now.
+    ///
+    /// `tool` is a bare definition, or one with the scopes a caller needs to see and call it
+    /// ([`WithScopes::with_scopes`](crate::WithScopes::with_scopes); see [`Scopes`](crate::Scopes)
+    /// for who is checked). Every registration takes scopes the same way.
     #[must_use]
-    pub fn tool(mut self, tool: Tool, handler: impl ToolHandler) -> Self {
+    pub fn tool(mut self, tool: impl Into<Scoped<Tool>>, handler: impl ToolHandler) -> Self {
         let result =
-            ToolEntry::new(tool, Arc::new(handler)).and_then(|e| self.registry.add_tool(e));
+            ToolEntry::new(tool.into(), Arc::new(handler)).and_then(|e| self.registry.add_tool(e));
         self.record(result)
     }
 
     /// Registers a fixed resource.
     #[must_use]
-    pub fn resource(mut self, resource: Resource, handler: impl ResourceHandler) -> Self {
-        let result = self.registry.add_resource(ResourceEntry {
-            def: resource,
-            handler: Arc::new(handler),
-        });
+    pub fn resource(
+        mut self,
+        resource: impl Into<Scoped<Resource>>,
+        handler: impl ResourceHandler,
+    ) -> Self {
+        let result = self
+            .registry
+            .add_resource(ResourceEntry::new(resource.into(), Arc::new(handler)));
         self.record(result)
     }
 
@@ -371,20 +380,25 @@ impl ServerBuilder {
     #[must_use]
     pub fn resource_template(
         mut self,
-        template: ResourceTemplate,
+        template: impl Into<Scoped<ResourceTemplate>>,
         handler: impl ResourceHandler,
     ) -> Self {
-        let result = self.registry.add_template(template, Arc::new(handler));
+        let result = self
+            .registry
+            .add_template(template.into(), Arc::new(handler));
         self.record(result)
     }
 
-    /// Registers a prompt.
+    /// Registers a prompt. Completions for its arguments need the same scopes.
     #[must_use]
-    pub fn prompt(mut self, prompt: Prompt, handler: impl PromptHandler) -> Self {
-        let result = self.registry.add_prompt(PromptEntry {
-            def: prompt,
-            handler: Arc::new(handler),
-        });
+    pub fn prompt(
+        mut self,
+        prompt: impl Into<Scoped<Prompt>>,
+        handler: impl PromptHandler,
+    ) -> Self {
+        let result = self
+            .registry
+            .add_prompt(PromptEntry::new(prompt.into(), Arc::new(handler)));
         self.record(result)
     }
 

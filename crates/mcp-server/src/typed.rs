@@ -9,6 +9,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::handler::{BoxFuture, ToolHandler, ToolResult};
+use crate::scopes::Scoped;
 use crate::{BuildError, HandlerError, RequestContext, Server, ServerBuilder};
 
 /// The JSON Schema (2020-12) of a Rust type, as a JSON object.
@@ -82,22 +83,24 @@ where
     }
 }
 
-fn typed_def<A: JsonSchema>(mut tool: Tool) -> Tool {
-    tool.input_schema = schema_object::<A>();
+fn typed_def<A: JsonSchema>(tool: impl Into<Scoped<Tool>>) -> Scoped<Tool> {
+    let mut tool = tool.into();
+    tool.def.input_schema = schema_object::<A>();
     tool
 }
 
-fn structured_def<A: JsonSchema, O: JsonSchema>(mut tool: Tool) -> Tool {
-    tool.input_schema = schema_object::<A>();
-    tool.output_schema = Some(schema_object::<O>());
+fn structured_def<A: JsonSchema, O: JsonSchema>(tool: impl Into<Scoped<Tool>>) -> Scoped<Tool> {
+    let mut tool = tool.into();
+    tool.def.input_schema = schema_object::<A>();
+    tool.def.output_schema = Some(schema_object::<O>());
     tool
 }
 
 impl ServerBuilder {
     /// Registers a tool whose arguments are a Rust type; `inputSchema` is generated from `A` and
-    /// replaces the one in `tool`.
+    /// replaces the one in `tool`. Scopes are named as for [`tool`](Self::tool).
     #[must_use]
-    pub fn typed_tool<A, F, Fut>(self, tool: Tool, handler: F) -> Self
+    pub fn typed_tool<A, F, Fut>(self, tool: impl Into<Scoped<Tool>>, handler: F) -> Self
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
         F: Fn(RequestContext, A) -> Fut + Send + Sync + 'static,
@@ -115,7 +118,7 @@ impl ServerBuilder {
     /// Registers a tool with typed arguments and a typed result: both schemas are generated, and the
     /// output is returned as `structuredContent` plus the same JSON as text.
     #[must_use]
-    pub fn structured_tool<A, O, F, Fut>(self, tool: Tool, handler: F) -> Self
+    pub fn structured_tool<A, O, F, Fut>(self, tool: impl Into<Scoped<Tool>>, handler: F) -> Self
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
         O: Serialize + JsonSchema + Send + 'static,
@@ -134,7 +137,11 @@ impl ServerBuilder {
 
 impl Server {
     /// Registers a typed tool at run time (see [`ServerBuilder::typed_tool`]).
-    pub fn add_typed_tool<A, F, Fut>(&self, tool: Tool, handler: F) -> Result<(), BuildError>
+    pub fn add_typed_tool<A, F, Fut>(
+        &self,
+        tool: impl Into<Scoped<Tool>>,
+        handler: F,
+    ) -> Result<(), BuildError>
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
         F: Fn(RequestContext, A) -> Fut + Send + Sync + 'static,

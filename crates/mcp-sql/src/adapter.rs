@@ -4,7 +4,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use mcp_server::{HandlerError, RequestContext, Server, ServerBuilder, TemplateVars, ToolResult};
+use mcp_server::{
+    HandlerError, RequestContext, Scoped, Scopes, Server, ServerBuilder, TemplateVars, ToolResult,
+    WithScopes,
+};
 use mcp_types::{
     CallToolResult, ContentBlock, JsonObject, Resource, ResourceContents, ResourceTemplate,
     TextResourceContents,
@@ -184,18 +187,36 @@ impl SqlAdapter {
 
     /// Registers the tools (`execute` only when a database allows writes), a resource template per
     /// database, and a resource for every table that exists now.
+    ///
+    /// With scopes configured ([`DatabaseConfig::read_scopes`], [`DatabaseConfig::write_scopes`]),
+    /// a caller sees the read tools when it may read some database and `execute` when it may write
+    /// some database, and each call checks the scopes of the database it names: a call beyond them
+    /// is refused as insufficient scope (a 403 over HTTP) before anything runs. A caller that may
+    /// use none gets a refusal naming the first database's scopes.
     pub async fn register(&self, builder: ServerBuilder) -> Result<ServerBuilder, SqlError> {
         let dbs = &self.inner.databases;
+        let read = Scopes::any(dbs.iter().map(|d| d.config().read_scopes.clone()));
+        let write = Scopes::any(
+            dbs.iter()
+                .filter(|d| d.allows_write())
+                .map(|d| d.config().write_scopes.clone()),
+        );
         let mut builder = builder
             .enable_resources()
-            .tool(tools::list_tables(dbs), self.handler(Self::list_tables))
             .tool(
-                tools::describe_table(dbs),
+                tools::list_tables(dbs).with_scopes(read.clone()),
+                self.handler(Self::list_tables),
+            )
+            .tool(
+                tools::describe_table(dbs).with_scopes(read.clone()),
                 self.handler(Self::describe_table),
             )
-            .tool(tools::query(dbs), self.handler(Self::query));
+            .tool(
+                tools::query(dbs).with_scopes(read),
+                self.handler(Self::query),
+            );
         if let Some(execute) = tools::execute(dbs) {
-            builder = builder.tool(execute, self.handler(Self::execute));
+            builder = builder.tool(execute.with_scopes(write), self.handler(Self::execute));
         }
         let cancel = CancellationToken::new();
         for db in dbs {
@@ -247,6 +268,7 @@ impl SqlAdapter {
                 Ok(call) => call,
                 Err(message) => return Ok(CallToolResult::error(message)),
             };
+        allowed(&ctx, tools::LIST_TABLES, db, false)?;
         let cancel = ctx.cancellation_token();
         let tables = match db.inner.engine.tables(db.config().limits, &cancel).await {
             Ok(t) => t,
@@ -307,6 +329,7 @@ impl SqlAdapter {
                 Ok(call) => call,
                 Err(message) => return Ok(CallToolResult::error(message)),
             };
+        allowed(&ctx, tools::DESCRIBE_TABLE, db, false)?;
         let cancel = ctx.cancellation_token();
         match describe(db, args.schema, args.table.clone(), &cancel).await {
             Ok(Some(schema)) => {
@@ -334,6 +357,7 @@ impl SqlAdapter {
             Ok(call) => call,
             Err(message) => return Ok(CallToolResult::error(message)),
         };
+        allowed(&ctx, tools::QUERY, db, false)?;
         let params = match params(&args.params) {
             Ok(p) => p,
             Err(message) => return Ok(CallToolResult::error(message)),
@@ -367,6 +391,8 @@ impl SqlAdapter {
             Ok(call) => call,
             Err(message) => return Ok(CallToolResult::error(message)),
         };
+        // Before the user is asked to approve anything.
+        allowed(&ctx, tools::EXECUTE, db, true)?;
         let params = match params(&args.params) {
             Ok(p) => p,
             Err(message) => return Ok(CallToolResult::error(message)),
@@ -464,6 +490,26 @@ impl Inner {
     }
 }
 
+/// Refuses a call on `db` to a caller without its read (or write) scopes. The router has checked
+/// the tool's scopes, which any one database's satisfy; this checks the database the call names.
+/// spec 2026-07-28 basic/authorization: the refusal names every scope this operation needs.
+fn allowed(
+    ctx: &RequestContext,
+    tool: &str,
+    db: &Database,
+    write: bool,
+) -> Result<(), HandlerError> {
+    let scopes = if write {
+        &db.config().write_scopes
+    } else {
+        &db.config().read_scopes
+    };
+    if scopes.is_unrestricted() {
+        return Ok(());
+    }
+    ctx.require_scopes(&format!("{tool} on database {}", db.name()), scopes)
+}
+
 fn names(dbs: &[&Database]) -> String {
     dbs.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ")
 }
@@ -558,7 +604,7 @@ fn catalog_error(db: &Database, e: &ExecError) -> SqlError {
     }
 }
 
-fn template(db: &Database) -> ResourceTemplate {
+fn template(db: &Database) -> Scoped<ResourceTemplate> {
     ResourceTemplate::new(db.uri_template(), format!("{}-tables", db.name()))
         .with_title(format!("Table schemas of database {}", db.name()))
         .with_description(format!(
@@ -567,9 +613,11 @@ fn template(db: &Database) -> ResourceTemplate {
             db.name()
         ))
         .with_mime_type("application/json")
+        .with_scopes(db.config().read_scopes.clone())
 }
 
-fn table_resource(db: &Database, t: &CatalogEntry, uri: &str) -> Resource {
+/// A table's resource, needing its database's read scopes.
+fn table_resource(db: &Database, t: &CatalogEntry, uri: &str) -> Scoped<Resource> {
     Resource::new(uri, format!("{}.{}.{}", db.name(), t.schema, t.name))
         .with_title(format!(
             "{} {}.{} ({})",
@@ -587,6 +635,7 @@ fn table_resource(db: &Database, t: &CatalogEntry, uri: &str) -> Resource {
             db.name()
         ))
         .with_mime_type("application/json")
+        .with_scopes(db.config().read_scopes.clone())
 }
 
 /// Serves `resources/read` for a table URI: the table's description as JSON.

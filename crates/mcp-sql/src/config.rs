@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use mcp_server::Scopes;
+
 /// Per-call limits, applied to every tool call on a database.
 ///
 /// A result is cut at whichever of `max_rows` and `max_bytes` comes first and flagged
@@ -84,6 +86,14 @@ pub struct DatabaseConfig {
     /// A sentence for the model about what the database holds; shown by `list_tables` and in the
     /// server instructions.
     pub description: Option<String>,
+    /// The scopes an authenticated caller needs to read the database: `list_tables`,
+    /// `describe_table`, `query` and its table resources. None by default (see
+    /// [`mcp_server::Scopes`]: anonymous callers, served without an auth layer, are never
+    /// restricted).
+    pub read_scopes: Scopes,
+    /// The scopes an authenticated caller needs to run `execute` on the database. None by
+    /// default.
+    pub write_scopes: Scopes,
 }
 
 /// How to open an SQLite database.

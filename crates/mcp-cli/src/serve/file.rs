@@ -123,6 +123,10 @@ pub(crate) struct SampleSection {
     pub allow_write: bool,
     /// Read-only connections serving reads in parallel.
     pub read_connections: Option<usize>,
+    /// The scopes (space-separated) a caller needs to read it; `sample:read` by default.
+    pub read_scope: Option<String>,
+    /// The scopes a caller needs for `execute` on it; `sample:write` by default.
+    pub write_scope: Option<String>,
 }
 
 /// `[limits]`: the per-call limits of every database that does not set its own.
@@ -155,6 +159,10 @@ pub(crate) struct DatabaseSection {
     pub connections: Option<usize>,
     /// SQLite only: read-only connections serving reads in parallel.
     pub read_connections: Option<usize>,
+    /// The scopes (space-separated) a caller needs to read it; `NAME:read` by default.
+    pub read_scope: Option<String>,
+    /// The scopes a caller needs for `execute` on it; `NAME:write` by default.
+    pub write_scope: Option<String>,
 }
 
 /// `[[roots]]`: one directory exposed as `file://` resources.
@@ -163,6 +171,8 @@ pub(crate) struct DatabaseSection {
 pub(crate) struct RootSection {
     pub path: PathBuf,
     pub name: Option<String>,
+    /// The scopes (space-separated) a caller needs for the root; `files:read` by default.
+    pub scope: Option<String>,
 }
 
 /// `[files]`: bounds of the filesystem adapter.

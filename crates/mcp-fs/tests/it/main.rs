@@ -3,5 +3,6 @@
 
 mod escape;
 mod read;
+mod scopes;
 mod support;
 mod watch;

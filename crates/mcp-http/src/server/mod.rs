@@ -20,6 +20,7 @@ mod legacy;
 mod memory;
 mod metrics;
 mod policy;
+mod scope;
 mod serve;
 mod stop;
 mod throttle;
@@ -48,6 +49,7 @@ pub use body::McpBody;
 pub use legacy::LegacyMode;
 pub use metrics::MetricsService;
 pub use policy::{OriginPolicy, Refusal};
+pub use scope::insufficient_scope_challenge;
 pub use serve::{ServeError, serve, serve_metrics, serve_with_shutdown, shutdown_signal};
 
 use body::Event;
@@ -504,6 +506,8 @@ pub fn status_for(outcome: Outcome) -> StatusCode {
             | code::MISSING_REQUIRED_CLIENT_CAPABILITY
             | code::UNSUPPORTED_PROTOCOL_VERSION => StatusCode::BAD_REQUEST,
             code::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+            // spec 2026-07-28 basic/authorization: insufficient scope is a 403.
+            mcp_server::INSUFFICIENT_SCOPE => StatusCode::FORBIDDEN,
             // A missing `_meta` key is a 400; a -32602 from a method is answered in band.
             code::INVALID_PARAMS if rejected => StatusCode::BAD_REQUEST,
             _ => StatusCode::OK,
@@ -568,9 +572,13 @@ fn answer(probe: &mut RequestProbe, reply: ReplyMessage) -> Response<McpBody> {
 }
 
 fn json_reply(reply: ReplyMessage) -> Response<McpBody> {
+    let refusal = reply.insufficient_scope();
     let mut response = Response::new(McpBody::full(reply.body));
     *response.status_mut() = status_for(reply.outcome);
     response.headers_mut().insert(CONTENT_TYPE, JSON);
+    if let Some(refusal) = refusal {
+        scope::forbid(&mut response, refusal);
+    }
     response
 }
 

@@ -25,21 +25,28 @@ impl Server {
             Ok(p) => p,
             Err(e) => return error_reply(Some(&req.id), &e, false),
         };
-        let known = match &params.r#ref {
-            CompletionReference::Prompt(p) => registry.prompts.contains_key(&p.name),
-            CompletionReference::Resource(r) => {
-                registry
-                    .templates
-                    .iter()
-                    .any(|t| t.def.uri_template == r.uri)
-                    || registry.resources.contains_key(&r.uri)
-            }
+        // Completions follow what they complete: the scopes of the prompt or template.
+        let scopes = match &params.r#ref {
+            CompletionReference::Prompt(p) => registry.prompts.get(&p.name).map(|p| &p.scopes),
+            CompletionReference::Resource(r) => registry
+                .templates
+                .iter()
+                .find(|t| t.def.uri_template == r.uri)
+                .map(|t| &t.scopes)
+                .or_else(|| registry.resources.get(&r.uri).map(|r| &r.scopes)),
         };
-        if !known {
+        let Some(scopes) = scopes else {
             let e = ErrorObject::invalid_params(
                 "the completion ref names no prompt or resource template of this server",
             );
             return error_reply(Some(&req.id), &e, false);
+        };
+        if !scopes.allows(&io.principal) {
+            let what = match &params.r#ref {
+                CompletionReference::Prompt(p) => format!("completing the prompt {}", p.name),
+                CompletionReference::Resource(r) => format!("completing the resource {}", r.uri),
+            };
+            return crate::scopes::refusal(&req.id, &what, scopes);
         }
         let Some(handler) = registry.completion.clone() else {
             return error_reply(

@@ -2,16 +2,16 @@
 
 use mcp_jsonrpc::{ErrorObject, RawValue};
 use mcp_types::{
-    DiscoverResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PromptsCapability, ResourcesCapability, ResultType, ServerCapabilities,
-    ToolsCapability,
+    CacheScope, DiscoverResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PromptsCapability, ResourcesCapability, ResultType,
+    ServerCapabilities, ToolsCapability,
 };
 use serde::Serialize;
 
 use super::resources::millis;
-use crate::Server;
-use crate::registry::{ListKind, Registry, decode_cursor};
+use crate::registry::{ListKind, Registry, decode_cursor, encode_cursor, view_of};
 use crate::router::{Outcome, Prepared, ReplyMessage, error_reply};
+use crate::{Principal, Scopes, Server};
 
 /// The params of a list request as the router needs them: `_meta` was decoded by `prepare`.
 #[derive(serde::Deserialize)]
@@ -66,110 +66,180 @@ impl Server {
         raw_reply(req, encoded)
     }
 
-    fn page<T: Clone>(
+    /// One page of a list. A list none of whose items needs a scope is the same for every caller,
+    /// and so is the whole list that every anonymous caller sees (anonymous means no auth layer,
+    /// see [`Scopes`]): each page is encoded once per registry generation and written from the
+    /// stored bytes. For an authenticated caller, a list with scoped items is filtered, encoded for
+    /// this request only (never stored, so no caller is served another's page), marked
+    /// `cacheScope: "private"`, and paged with cursors bound to the caller's view of it.
+    #[allow(clippy::too_many_arguments)]
+    fn page<'r, T: Clone + 'r, I>(
         &self,
         req: &Prepared<'_>,
-        registry: &Registry,
+        registry: &'r Registry,
         kind: ListKind,
-        items: impl Fn() -> Vec<T>,
+        principal: &Principal,
+        entries: impl Fn() -> I,
         len: usize,
-        build: impl Fn(Vec<T>, Option<String>) -> Box<RawValue>,
-    ) -> ReplyMessage {
+        build: impl Fn(Vec<T>, Option<String>, CacheScope) -> Box<RawValue>,
+    ) -> ReplyMessage
+    where
+        I: Iterator<Item = (&'r Scopes, &'r T)>,
+    {
         let params: CursorParams<'_> = match super::params(req) {
             Ok(p) => p,
             Err(e) => return error_reply(Some(&req.id), &e, false),
         };
         let page_size = self.inner.config.page_size.max(1);
-        let Ok(offset) = decode_cursor(kind, params.cursor.as_deref(), len, page_size) else {
-            return error_reply(
+        let invalid = || {
+            error_reply(
                 Some(&req.id),
                 &ErrorObject::invalid_params("Invalid cursor"),
                 false,
-            );
+            )
         };
-        let encoded = registry.cache.page(kind, len, page_size, offset, || {
-            let all = items();
-            let end = (offset + page_size).min(all.len());
-            let next = (end < all.len()).then(|| crate::registry::encode_cursor(kind, end));
-            build(all[offset.min(end)..end].to_vec(), next)
-        });
-        raw_reply(req, &encoded)
+        if principal.is_anonymous() || !registry.restricted(kind) {
+            let Ok(offset) = decode_cursor(kind, params.cursor.as_deref(), len, page_size, None)
+            else {
+                return invalid();
+            };
+            let encoded = registry.cache.page(kind, len, page_size, offset, || {
+                let all: Vec<T> = entries().map(|(_, def)| def.clone()).collect();
+                let end = (offset + page_size).min(all.len());
+                let next = (end < all.len()).then(|| encode_cursor(kind, end, None));
+                build(
+                    all[offset.min(end)..end].to_vec(),
+                    next,
+                    self.inner.config.cache_scope,
+                )
+            });
+            return raw_reply(req, &encoded);
+        }
+        // spec 2026-07-28 basic/authorization: lists MAY be filtered by the token's scopes; and
+        // (DIGEST §15) a result that depends on the caller is private, which keeps it out of
+        // caches shared across authorization contexts.
+        let visible: Vec<(usize, &T)> = entries()
+            .enumerate()
+            .filter(|(_, (scopes, _))| scopes.allows(principal))
+            .map(|(i, (_, def))| (i, def))
+            .collect();
+        let view = view_of(len, visible.iter().map(|(i, _)| *i));
+        let Ok(offset) = decode_cursor(
+            kind,
+            params.cursor.as_deref(),
+            visible.len(),
+            page_size,
+            Some(view),
+        ) else {
+            return invalid();
+        };
+        let end = (offset + page_size).min(visible.len());
+        let next = (end < visible.len()).then(|| encode_cursor(kind, end, Some(view)));
+        let items = visible[offset.min(end)..end]
+            .iter()
+            .map(|(_, def)| (*def).clone())
+            .collect();
+        raw_reply(req, &build(items, next, CacheScope::Private))
     }
 
-    pub(crate) fn list_tools(&self, req: &Prepared<'_>, registry: &Registry) -> ReplyMessage {
+    pub(crate) fn list_tools(
+        &self,
+        req: &Prepared<'_>,
+        registry: &Registry,
+        principal: &Principal,
+    ) -> ReplyMessage {
         self.page(
             req,
             registry,
             ListKind::Tools,
-            || registry.tools.values().map(|t| t.def().clone()).collect(),
+            principal,
+            || registry.tools.values().map(|t| (&t.scopes, t.def())),
             registry.tools.len(),
-            |tools, next_cursor| {
+            |tools, next_cursor, cache_scope| {
                 raw(&ListToolsResult {
                     result_type: ResultType::Complete,
                     tools,
                     next_cursor,
                     ttl_ms: Some(millis(self.inner.config.list_ttl)),
-                    cache_scope: Some(self.inner.config.cache_scope),
+                    cache_scope: Some(cache_scope),
                     meta: Some(self.result_meta()),
                 })
             },
         )
     }
 
-    pub(crate) fn list_resources(&self, req: &Prepared<'_>, registry: &Registry) -> ReplyMessage {
+    pub(crate) fn list_resources(
+        &self,
+        req: &Prepared<'_>,
+        registry: &Registry,
+        principal: &Principal,
+    ) -> ReplyMessage {
         self.page(
             req,
             registry,
             ListKind::Resources,
-            || registry.resources.values().map(|r| r.def.clone()).collect(),
+            principal,
+            || registry.resources.values().map(|r| (&r.scopes, &r.def)),
             registry.resources.len(),
-            |resources, next_cursor| {
+            |resources, next_cursor, cache_scope| {
                 raw(&ListResourcesResult {
                     result_type: ResultType::Complete,
                     resources,
                     next_cursor,
                     ttl_ms: Some(millis(self.inner.config.list_ttl)),
-                    cache_scope: Some(self.inner.config.cache_scope),
+                    cache_scope: Some(cache_scope),
                     meta: Some(self.result_meta()),
                 })
             },
         )
     }
 
-    pub(crate) fn list_templates(&self, req: &Prepared<'_>, registry: &Registry) -> ReplyMessage {
+    pub(crate) fn list_templates(
+        &self,
+        req: &Prepared<'_>,
+        registry: &Registry,
+        principal: &Principal,
+    ) -> ReplyMessage {
         self.page(
             req,
             registry,
             ListKind::Templates,
-            || registry.templates.iter().map(|t| t.def.clone()).collect(),
+            principal,
+            || registry.templates.iter().map(|t| (&t.scopes, &t.def)),
             registry.templates.len(),
-            |resource_templates, next_cursor| {
+            |resource_templates, next_cursor, cache_scope| {
                 raw(&ListResourceTemplatesResult {
                     result_type: ResultType::Complete,
                     resource_templates,
                     next_cursor,
                     ttl_ms: Some(millis(self.inner.config.list_ttl)),
-                    cache_scope: Some(self.inner.config.cache_scope),
+                    cache_scope: Some(cache_scope),
                     meta: Some(self.result_meta()),
                 })
             },
         )
     }
 
-    pub(crate) fn list_prompts(&self, req: &Prepared<'_>, registry: &Registry) -> ReplyMessage {
+    pub(crate) fn list_prompts(
+        &self,
+        req: &Prepared<'_>,
+        registry: &Registry,
+        principal: &Principal,
+    ) -> ReplyMessage {
         self.page(
             req,
             registry,
             ListKind::Prompts,
-            || registry.prompts.values().map(|p| p.def.clone()).collect(),
+            principal,
+            || registry.prompts.values().map(|p| (&p.scopes, &p.def)),
             registry.prompts.len(),
-            |prompts, next_cursor| {
+            |prompts, next_cursor, cache_scope| {
                 raw(&ListPromptsResult {
                     result_type: ResultType::Complete,
                     prompts,
                     next_cursor,
                     ttl_ms: Some(millis(self.inner.config.list_ttl)),
-                    cache_scope: Some(self.inner.config.cache_scope),
+                    cache_scope: Some(cache_scope),
                     meta: Some(self.result_meta()),
                 })
             },

@@ -34,6 +34,10 @@ impl Server {
         if let Some(probe) = io.probe_mut() {
             probe.set_prompt(&prompt);
         }
+        if !prompt.scopes.allows(&io.principal) {
+            let what = format!("the prompt {}", params.name);
+            return crate::scopes::refusal(&req.id, &what, &prompt.scopes);
+        }
         let arguments = params.arguments.unwrap_or_default();
         // spec 2026-07-28 server/prompts: a missing required argument is -32602.
         for arg in prompt.def.arguments.iter().flatten() {

@@ -28,9 +28,22 @@ impl Server {
             probe.set_resource(&params.uri);
         }
         // spec 2026-07-28 server/resources (SEP-2164): a missing resource is -32602 with data.uri.
-        let Some((handler, vars)) = registry.find_resource(&params.uri) else {
+        let Some(found) = registry.find_resource(&params.uri) else {
             return error_reply(Some(&req.id), &resource_not_found(&params.uri), false);
         };
+        if !found.scopes.allows(&io.principal) {
+            let what = format!("the resource {}", params.uri);
+            return crate::scopes::refusal(&req.id, &what, &found.scopes);
+        }
+        // spec 2026-07-28 (DIGEST §15): what a scoped resource holds is for callers with its
+        // scopes only, so no cache may share it across authorization contexts. Without an auth
+        // layer (anonymous) there is one context.
+        let cache_scope = if found.scopes.is_unrestricted() || io.principal.is_anonymous() {
+            self.inner.config.cache_scope
+        } else {
+            mcp_types::CacheScope::Private
+        };
+        let (handler, vars) = (found.handler, found.vars);
         let binding = Binding::new("resources/read", req.params.as_deref(), &io.principal);
         let mrtr = match self.open_round(
             &binding,
@@ -62,7 +75,7 @@ impl Server {
                     result_type: ResultType::Complete,
                     contents,
                     ttl_ms: Some(millis(self.inner.config.read_ttl)),
-                    cache_scope: Some(self.inner.config.cache_scope),
+                    cache_scope: Some(cache_scope),
                     meta: Some(self.result_meta()),
                 };
                 self.result_reply(&req.id, &result, Outcome::Success)

@@ -90,6 +90,12 @@ impl Server {
         if let Some(probe) = io.probe_mut() {
             probe.set_tool(&tool);
         }
+        // spec 2026-07-28 basic/authorization: a call beyond the caller's scopes is a 403 naming
+        // them (step-up), not an unknown tool.
+        if !tool.scopes.allows(&io.principal) {
+            let what = format!("the tool {}", params.name);
+            return crate::scopes::refusal(&id, &what, &tool.scopes);
+        }
         if let Some(guard) = io.guard
             && let Err(e) = guard.check(&tool.param_headers, params.arguments.as_ref())
         {

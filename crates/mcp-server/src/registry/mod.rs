@@ -10,9 +10,12 @@ use std::sync::Arc;
 
 use mcp_types::{Prompt, Resource, ResourceTemplate, Tool};
 
+use crate::handler::TemplateVars;
+use crate::scopes::{Scoped, Scopes};
+
 pub use template::{TemplateError, UriTemplate};
 
-pub(crate) use pages::{ListKind, PageCache, decode_cursor, encode_cursor};
+pub(crate) use pages::{ListKind, PageCache, decode_cursor, encode_cursor, view_of};
 
 use crate::BuildError;
 use crate::handler::{CompletionHandler, PromptHandler, ResourceHandler, ToolHandler};
@@ -25,10 +28,17 @@ pub(crate) struct ToolEntry {
     pub(crate) output: Option<CompiledSchema>,
     pub(crate) param_headers: Vec<mcp_types::ParamHeader>,
     pub(crate) handler: Arc<dyn ToolHandler>,
+    /// What a caller needs to see and call the tool.
+    pub(crate) scopes: Scopes,
 }
 
 impl ToolEntry {
-    pub(crate) fn new(def: Tool, handler: Arc<dyn ToolHandler>) -> Result<Self, BuildError> {
+    pub(crate) fn new(
+        scoped: Scoped<Tool>,
+        handler: Arc<dyn ToolHandler>,
+    ) -> Result<Self, BuildError> {
+        let Scoped { def, scopes } = scoped;
+        check_scopes("tool", &def.name, &scopes)?;
         if !valid_tool_name(&def.name) {
             return Err(BuildError::ToolName(def.name));
         }
@@ -63,6 +73,7 @@ impl ToolEntry {
             output,
             param_headers,
             handler,
+            scopes,
         })
     }
 
@@ -80,20 +91,62 @@ fn valid_tool_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
 }
 
+/// Refuses scopes that a `WWW-Authenticate` challenge could not name.
+fn check_scopes(kind: &'static str, name: &str, scopes: &Scopes) -> Result<(), BuildError> {
+    match scopes.invalid() {
+        None => Ok(()),
+        Some(scope) => Err(BuildError::Scope {
+            kind,
+            name: name.to_owned(),
+            scope: scope.to_owned(),
+        }),
+    }
+}
+
 pub(crate) struct ResourceEntry {
     pub(crate) def: Resource,
     pub(crate) handler: Arc<dyn ResourceHandler>,
+    pub(crate) scopes: Scopes,
+}
+
+impl ResourceEntry {
+    pub(crate) fn new(scoped: Scoped<Resource>, handler: Arc<dyn ResourceHandler>) -> Self {
+        ResourceEntry {
+            def: scoped.def,
+            handler,
+            scopes: scoped.scopes,
+        }
+    }
 }
 
 pub(crate) struct TemplateEntry {
     pub(crate) def: ResourceTemplate,
     pub(crate) template: UriTemplate,
     pub(crate) handler: Arc<dyn ResourceHandler>,
+    pub(crate) scopes: Scopes,
 }
 
 pub(crate) struct PromptEntry {
     pub(crate) def: Prompt,
     pub(crate) handler: Arc<dyn PromptHandler>,
+    pub(crate) scopes: Scopes,
+}
+
+impl PromptEntry {
+    pub(crate) fn new(scoped: Scoped<Prompt>, handler: Arc<dyn PromptHandler>) -> Self {
+        PromptEntry {
+            def: scoped.def,
+            handler,
+            scopes: scoped.scopes,
+        }
+    }
+}
+
+/// What `resources/read` found for a URI.
+pub(crate) struct FoundResource {
+    pub(crate) handler: Arc<dyn ResourceHandler>,
+    pub(crate) vars: TemplateVars,
+    pub(crate) scopes: Scopes,
 }
 
 /// Which capabilities are advertised even when nothing of their kind is registered yet, so that
@@ -151,6 +204,19 @@ impl Registry {
         self.completion.is_some()
     }
 
+    /// Whether some item of this list needs a scope, so that the list depends on who asks.
+    /// Computed once per generation.
+    pub(crate) fn restricted(&self, kind: ListKind) -> bool {
+        self.cache.restricted.get_or_init(|| {
+            [
+                self.tools.values().any(|t| !t.scopes.is_unrestricted()),
+                self.resources.values().any(|r| !r.scopes.is_unrestricted()),
+                self.templates.iter().any(|t| !t.scopes.is_unrestricted()),
+                self.prompts.values().any(|p| !p.scopes.is_unrestricted()),
+            ]
+        })[kind as usize]
+    }
+
     pub(crate) fn add_tool(&mut self, entry: ToolEntry) -> Result<(), BuildError> {
         let name = entry.def.name.clone();
         if self.tools.contains_key(&name) {
@@ -162,6 +228,7 @@ impl Registry {
     }
 
     pub(crate) fn add_resource(&mut self, entry: ResourceEntry) -> Result<(), BuildError> {
+        check_scopes("resource", &entry.def.uri, &entry.scopes)?;
         let uri = entry.def.uri.clone();
         if self.resources.contains_key(&uri) {
             return Err(BuildError::Duplicate {
@@ -175,9 +242,11 @@ impl Registry {
 
     pub(crate) fn add_template(
         &mut self,
-        def: ResourceTemplate,
+        scoped: Scoped<ResourceTemplate>,
         handler: Arc<dyn ResourceHandler>,
     ) -> Result<(), BuildError> {
+        let Scoped { def, scopes } = scoped;
+        check_scopes("resource template", &def.uri_template, &scopes)?;
         if self
             .templates
             .iter()
@@ -193,11 +262,13 @@ impl Registry {
             def,
             template,
             handler,
+            scopes,
         }));
         Ok(())
     }
 
     pub(crate) fn add_prompt(&mut self, entry: PromptEntry) -> Result<(), BuildError> {
+        check_scopes("prompt", &entry.def.name, &entry.scopes)?;
         let name = entry.def.name.clone();
         if self.prompts.contains_key(&name) {
             return Err(BuildError::Duplicate {
@@ -210,17 +281,20 @@ impl Registry {
     }
 
     /// Finds the handler for a URI: an exact resource first, then the first template that matches.
-    pub(crate) fn find_resource(
-        &self,
-        uri: &str,
-    ) -> Option<(Arc<dyn ResourceHandler>, crate::handler::TemplateVars)> {
+    pub(crate) fn find_resource(&self, uri: &str) -> Option<FoundResource> {
         if let Some(entry) = self.resources.get(uri) {
-            return Some((entry.handler.clone(), BTreeMap::new()));
+            return Some(FoundResource {
+                handler: entry.handler.clone(),
+                vars: BTreeMap::new(),
+                scopes: entry.scopes.clone(),
+            });
         }
         self.templates.iter().find_map(|t| {
-            t.template
-                .match_uri(uri)
-                .map(|vars| (t.handler.clone(), vars))
+            t.template.match_uri(uri).map(|vars| FoundResource {
+                handler: t.handler.clone(),
+                vars,
+                scopes: t.scopes.clone(),
+            })
         })
     }
 }

@@ -1,8 +1,10 @@
 //! Encoded list pages and opaque cursors.
 //!
-//! A list result depends only on the registry generation and the server's configuration, so each page
-//! is encoded once, on first use, and every later `tools/list` writes the stored bytes
-//! (spec 2026-07-28 server/tools: lists do not vary per connection).
+//! A list none of whose items needs a scope depends only on the registry generation and the server's
+//! configuration, so each page is encoded once, on first use, and every later `tools/list` writes
+//! the stored bytes (spec 2026-07-28 server/tools: lists do not vary per connection). A list
+//! filtered for an authenticated caller is never stored here; its cursors name the caller's view
+//! ([`view_of`]).
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
@@ -38,6 +40,8 @@ type Pages = OnceLock<Box<[OnceLock<Box<RawValue>>]>>;
 #[derive(Default)]
 pub(crate) struct PageCache {
     pub(crate) discover: OnceLock<Box<RawValue>>,
+    /// Per list, whether some item needs a scope ([`Registry::restricted`](super::Registry)).
+    pub(crate) restricted: OnceLock<[bool; 4]>,
     lists: [Pages; 4],
 }
 
@@ -67,9 +71,27 @@ impl PageCache {
     }
 }
 
-/// The cursor for the page starting at `offset`.
-pub(crate) fn encode_cursor(kind: ListKind, offset: usize) -> String {
-    B64.encode(format!("mcp-rs:{}:{offset}", kind.tag()))
+/// The cursor for the page starting at `offset`. A list filtered by the caller's scopes names the
+/// caller's view of it ([`view_of`]), so that a cursor is only valid for callers who see the same
+/// items: for anyone else it is an invalid cursor, never a page of their own list at a shifted
+/// offset.
+pub(crate) fn encode_cursor(kind: ListKind, offset: usize, view: Option<u64>) -> String {
+    match view {
+        None => B64.encode(format!("mcp-rs:{}:{offset}", kind.tag())),
+        Some(view) => B64.encode(format!("mcp-rs:{}:{offset}:{view:016x}", kind.tag())),
+    }
+}
+
+/// A digest of which items of a list a caller sees (their positions in the whole list).
+pub(crate) fn view_of(total: usize, visible: impl Iterator<Item = usize>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    // A fixed-key hasher: instances of one build that share a registry agree on cursors.
+    let mut hasher = std::hash::DefaultHasher::new();
+    total.hash(&mut hasher);
+    for index in visible {
+        index.hash(&mut hasher);
+    }
+    hasher.finish()
 }
 
 /// The offset a cursor points at. An absent or empty cursor is the first page
@@ -79,6 +101,7 @@ pub(crate) fn decode_cursor(
     cursor: Option<&str>,
     len: usize,
     page_size: usize,
+    view: Option<u64>,
 ) -> Result<usize, ()> {
     let cursor = match cursor {
         None | Some("") => return Ok(0),
@@ -91,7 +114,12 @@ pub(crate) fn decode_cursor(
         .and_then(|r| r.strip_prefix(kind.tag()))
         .and_then(|r| r.strip_prefix(':'))
         .ok_or(())?;
-    let offset: usize = rest.parse().map_err(|_| ())?;
+    let offset = match (view, rest.split_once(':')) {
+        (None, None) => rest,
+        (Some(view), Some((offset, named))) if named == format!("{view:016x}") => offset,
+        _ => return Err(()),
+    };
+    let offset: usize = offset.parse().map_err(|_| ())?;
     if offset == 0 || offset >= len || !offset.is_multiple_of(page_size) {
         return Err(());
     }
@@ -104,26 +132,53 @@ mod tests {
 
     #[test]
     fn cursors_round_trip_and_refuse_junk() {
-        let c = encode_cursor(ListKind::Tools, 100);
-        assert_eq!(decode_cursor(ListKind::Tools, Some(&c), 150, 100), Ok(100));
-        assert_eq!(decode_cursor(ListKind::Tools, None, 150, 100), Ok(0));
-        assert_eq!(decode_cursor(ListKind::Tools, Some(""), 150, 100), Ok(0));
-        assert!(decode_cursor(ListKind::Prompts, Some(&c), 150, 100).is_err());
-        assert!(decode_cursor(ListKind::Tools, Some(&c), 50, 100).is_err());
+        let c = encode_cursor(ListKind::Tools, 100, None);
+        assert_eq!(
+            decode_cursor(ListKind::Tools, Some(&c), 150, 100, None),
+            Ok(100)
+        );
+        assert_eq!(decode_cursor(ListKind::Tools, None, 150, 100, None), Ok(0));
+        assert_eq!(
+            decode_cursor(ListKind::Tools, Some(""), 150, 100, None),
+            Ok(0)
+        );
+        assert!(decode_cursor(ListKind::Prompts, Some(&c), 150, 100, None).is_err());
+        assert!(decode_cursor(ListKind::Tools, Some(&c), 50, 100, None).is_err());
         assert!(
             decode_cursor(
                 ListKind::Tools,
-                Some(&encode_cursor(ListKind::Tools, 7)),
+                Some(&encode_cursor(ListKind::Tools, 7, None)),
                 150,
-                100
+                100,
+                None
             )
             .is_err()
         );
         for junk in ["x", "!!!", "bWNwLXJzOnQ6YQ", "abc=="] {
             assert!(
-                decode_cursor(ListKind::Tools, Some(junk), 150, 100).is_err(),
+                decode_cursor(ListKind::Tools, Some(junk), 150, 100, None).is_err(),
                 "{junk}"
             );
         }
+    }
+
+    #[test]
+    fn cursors_of_a_filtered_list_name_the_view() {
+        let a = view_of(10, [0, 2, 3].into_iter());
+        let b = view_of(10, [0, 3].into_iter());
+        assert_ne!(a, b);
+        assert_eq!(a, view_of(10, [0, 2, 3].into_iter()));
+        assert_ne!(a, view_of(11, [0, 2, 3].into_iter()));
+        let c = encode_cursor(ListKind::Tools, 2, Some(a));
+        assert_eq!(
+            decode_cursor(ListKind::Tools, Some(&c), 3, 2, Some(a)),
+            Ok(2)
+        );
+        // Another view, or the unfiltered list, refuses it; a filtered list refuses a plain one.
+        assert!(decode_cursor(ListKind::Tools, Some(&c), 3, 2, Some(b)).is_err());
+        assert!(decode_cursor(ListKind::Tools, Some(&c), 3, 2, None).is_err());
+        let plain = encode_cursor(ListKind::Tools, 2, None);
+        assert!(decode_cursor(ListKind::Tools, Some(&plain), 3, 2, Some(a)).is_err());
+        assert_eq!(decode_cursor(ListKind::Tools, None, 3, 2, Some(b)), Ok(0));
     }
 }

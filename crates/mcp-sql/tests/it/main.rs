@@ -8,6 +8,7 @@ mod pool;
 mod postgres;
 mod resources;
 mod sample;
+mod scopes;
 mod sqlite;
 mod support;
 mod writes;

@@ -44,6 +44,7 @@ fn config(limits: Limits) -> DatabaseConfig {
         limits,
         allow_write: false,
         description: None,
+        ..DatabaseConfig::default()
     }
 }
 

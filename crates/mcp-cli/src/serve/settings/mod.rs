@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use mcp_fs::{FsLimits, RootConfig};
 use mcp_http::server::HttpConfig;
+use mcp_server::Scopes;
 use mcp_sql::{DEFAULT_DATABASE, DatabaseConfig, Limits, PostgresConfig, SqliteConfig};
 
 use super::ServeArgs;
@@ -349,6 +350,8 @@ pub(crate) fn resolve(
             limits: base_limits,
             allow_write: args.allow_write,
             description: None,
+            read_scopes: default_scopes(&name, "read"),
+            write_scopes: default_scopes(&name, "write"),
         };
         databases.retain(|d: &DatabaseSettings| d.name != name);
         databases.push(DatabaseSettings {
@@ -398,6 +401,16 @@ pub(crate) fn resolve(
                     "the sample shop: categories, products, customers, orders and order items"
                         .to_owned(),
                 ),
+                read_scopes: scopes(
+                    file.sample.read_scope.as_deref(),
+                    "sample.read_scope",
+                    || default_scopes(SAMPLE_NAME, "read"),
+                )?,
+                write_scopes: scopes(
+                    file.sample.write_scope.as_deref(),
+                    "sample.write_scope",
+                    || default_scopes(SAMPLE_NAME, "write"),
+                )?,
             },
         })
     } else {
@@ -417,7 +430,11 @@ pub(crate) fn resolve(
     // Roots.
     let mut roots = Vec::new();
     for (i, root) in file.roots.iter().enumerate() {
-        let mut config = RootConfig::new(in_file(&root.path));
+        let mut config = RootConfig::new(in_file(&root.path)).with_scopes(scopes(
+            root.scope.as_deref(),
+            &format!("roots[{i}].scope"),
+            default_root_scopes,
+        )?);
         config.name = root.name.clone();
         roots.push(Root {
             config,
@@ -426,7 +443,7 @@ pub(crate) fn resolve(
     }
     for dir in &args.roots {
         roots.push(Root {
-            config: RootConfig::new(dir),
+            config: RootConfig::new(dir).with_scopes(default_root_scopes()),
             key: "--root".to_owned(),
         });
     }
@@ -633,8 +650,49 @@ fn file_database(
             limits: flags.over(own.over(file_limits.over(Limits::default()))),
             allow_write: args.allow_write || section.allow_write,
             description: section.description.clone(),
+            read_scopes: scopes(
+                section.read_scope.as_deref(),
+                &format!("{key}.read_scope"),
+                || default_scopes(name, "read"),
+            )?,
+            write_scopes: scopes(
+                section.write_scope.as_deref(),
+                &format!("{key}.write_scope"),
+                || default_scopes(name, "write"),
+            )?,
         },
     })
+}
+
+/// The scopes a database needs by default: `NAME:read` and `NAME:write`. With an auth layer in
+/// front, least privilege: a token reaches a database only when it was granted that database's
+/// scope. Without one, callers are anonymous and scopes restrict nothing.
+fn default_scopes(name: &str, access: &str) -> Scopes {
+    Scopes::all([format!("{name}:{access}")])
+}
+
+/// The scopes a filesystem root needs by default.
+fn default_root_scopes() -> Scopes {
+    Scopes::all(["files:read"])
+}
+
+/// Space-separated scopes as written at `key`, every one of which a caller needs; `""` needs
+/// none. Absent: `default`.
+fn scopes(
+    value: Option<&str>,
+    key: &str,
+    default: impl FnOnce() -> Scopes,
+) -> Result<Scopes, String> {
+    let Some(value) = value else {
+        return Ok(default());
+    };
+    let scopes = Scopes::all(value.split_whitespace());
+    if let Some(bad) = scopes.invalid() {
+        return Err(format!(
+            "{key}: invalid scope {bad:?}: scopes are printable ASCII without '\"' or '\\', separated by spaces"
+        ));
+    }
+    Ok(scopes)
 }
 
 /// One layer of limits: the values one place sets.

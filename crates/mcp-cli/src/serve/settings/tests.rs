@@ -687,3 +687,96 @@ fn the_example_file_parses() {
     assert!(s.databases.len() >= 2, "{s:?}");
     assert!(s.sample.is_some() && !s.roots.is_empty() && s.state_key.is_some());
 }
+
+#[test]
+fn scopes_default_to_least_privilege_and_are_set_per_database_and_root() {
+    let s = resolve_with(
+        &["--db", "pg=postgres://r@127.0.0.1/test", "--root", "/srv"],
+        None,
+    )
+    .unwrap();
+    let db = &s.databases[0].config;
+    assert_eq!(db.read_scopes, Scopes::all(["pg:read"]));
+    assert_eq!(db.write_scopes, Scopes::all(["pg:write"]));
+    assert_eq!(s.roots[0].config.scopes, Scopes::all(["files:read"]));
+    let sample = resolve_with(&[], None).unwrap().sample.unwrap();
+    assert_eq!(sample.config.read_scopes, Scopes::all(["sample:read"]));
+    assert_eq!(sample.config.write_scopes, Scopes::all(["sample:write"]));
+
+    let file = r#"
+[sample]
+enabled = true
+read_scope = "shop:read  extra"
+write_scope = ""
+
+[databases.sales]
+url = "sales.db"
+read_scope = "sales:ro"
+write_scope = "sales:rw admin"
+
+[databases.other]
+url = "other.db"
+
+[[roots]]
+path = "docs"
+scope = "docs:read"
+
+[[roots]]
+path = "more"
+"#;
+    let s = resolve_with(&[], Some(file)).unwrap();
+    let sales = s.databases.iter().find(|d| d.name == "sales").unwrap();
+    assert_eq!(sales.config.read_scopes, Scopes::all(["sales:ro"]));
+    assert_eq!(
+        sales.config.write_scopes,
+        Scopes::all(["admin", "sales:rw"])
+    );
+    let other = s.databases.iter().find(|d| d.name == "other").unwrap();
+    assert_eq!(other.config.read_scopes, Scopes::all(["other:read"]));
+    let sample = s.sample.unwrap();
+    assert_eq!(
+        sample.config.read_scopes,
+        Scopes::all(["extra", "shop:read"])
+    );
+    assert!(
+        sample.config.write_scopes.is_unrestricted(),
+        "\"\" needs none"
+    );
+    assert_eq!(s.roots[0].config.scopes, Scopes::all(["docs:read"]));
+    assert_eq!(s.roots[1].config.scopes, Scopes::all(["files:read"]));
+}
+
+#[test]
+fn bad_scopes_name_their_key() {
+    let cases = [
+        (
+            "[databases.s]\nurl = \"a.db\"\nread_scope = \"s:\\\"read\\\"\"\n",
+            "databases.s.read_scope: invalid scope \"s:\\\"read\\\"\"",
+        ),
+        (
+            "[databases.s]\nurl = \"a.db\"\nwrite_scope = \"ok caf\u{e9}\"\n",
+            "databases.s.write_scope: invalid scope \"caf\u{e9}\"",
+        ),
+        (
+            "[sample]\nenabled = true\nread_scope = \"back\\\\slash\"\n",
+            "sample.read_scope: invalid scope \"back\\\\slash\"",
+        ),
+        (
+            "[[roots]]\npath = \"d\"\nscope = \"tab\\u0001\"\n",
+            "roots[0].scope: invalid scope",
+        ),
+    ];
+    for (toml, expected) in cases {
+        let e = resolve_with(&[], Some(toml)).expect_err(toml);
+        assert!(e.contains(expected), "{toml}: {e}");
+    }
+    // A scope that is not a string, and a misspelt key, are refused by the file's parser.
+    let e = parse("[[roots]]\npath = \"d\"\nscope = [\"a\"]\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("roots[0].scope"), "{e}");
+    let e = parse("[databases.s]\nurl = \"a.db\"\nread_scopes = \"x\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("read_scopes"), "{e}");
+}

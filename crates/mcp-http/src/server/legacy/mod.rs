@@ -205,13 +205,23 @@ fn lookup_error(probe: &mut RequestProbe, why: Lookup) -> Response<McpBody> {
 /// refusal of the envelope itself.
 fn legacy_json(probe: &mut RequestProbe, reply: ReplyMessage) -> Response<McpBody> {
     probe.finish(reply.outcome);
+    legacy_reply(reply)
+}
+
+/// A legacy reply as HTTP: 200, the status of an envelope refusal, or a 403 with its challenge
+/// for want of scopes (authorization is the same in both eras).
+fn legacy_reply(reply: ReplyMessage) -> Response<McpBody> {
     let status = match reply.outcome {
         Outcome::Error { rejected: true, .. } => status_for(reply.outcome),
         _ => StatusCode::OK,
     };
+    let refusal = reply.insufficient_scope();
     let mut response = Response::new(McpBody::full(reply.body));
     *response.status_mut() = status;
     response.headers_mut().insert(CONTENT_TYPE, JSON);
+    if let Some(refusal) = refusal {
+        super::scope::forbid(&mut response, refusal);
+    }
     response
 }
 
@@ -540,15 +550,7 @@ impl McpService {
             done = &mut work => {
                 armed.disarm();
                 match done {
-                    Some((m, _)) => {
-                        let mut response = Response::new(McpBody::full(m.body));
-                        *response.status_mut() = match m.outcome {
-                            Outcome::Error { rejected: true, .. } => status_for(m.outcome),
-                            _ => StatusCode::OK,
-                        };
-                        response.headers_mut().insert(CONTENT_TYPE, JSON);
-                        response
-                    }
+                    Some((m, _)) => legacy_reply(m),
                     None => http_error(
                         StatusCode::INTERNAL_SERVER_ERROR,
                         "the request ended without a response",

@@ -17,5 +17,6 @@ mod load;
 mod observe;
 mod params;
 mod responses;
+mod scopes;
 mod shutdown;
 mod transport;
