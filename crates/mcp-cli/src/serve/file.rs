@@ -109,6 +109,10 @@ pub(crate) struct HttpSection {
     pub max_sessions: Option<usize>,
     /// How long a handshake-era session may go unused before it ends.
     pub session_idle: Option<Seconds>,
+    /// HTTPS: the certificate chain (PEM), with `tls_key`.
+    pub tls_cert: Option<PathBuf>,
+    /// HTTPS: the certificate's private key (PEM), with `tls_cert`.
+    pub tls_key: Option<PathBuf>,
 }
 
 /// `[sample]`: the embedded sample database.

@@ -16,6 +16,7 @@
 mod body;
 mod h1;
 mod h2;
+mod io;
 mod legacy;
 mod memory;
 mod metrics;
@@ -24,6 +25,8 @@ mod serve;
 mod stop;
 mod throttle;
 mod timer;
+#[cfg(feature = "tls")]
+mod tls;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -49,6 +52,10 @@ pub use legacy::LegacyMode;
 pub use metrics::MetricsService;
 pub use policy::{OriginPolicy, Refusal};
 pub use serve::{ServeError, serve, serve_metrics, serve_with_shutdown, shutdown_signal};
+#[cfg(feature = "tls")]
+pub use serve::{serve_tls, serve_tls_with_shutdown};
+#[cfg(feature = "tls")]
+pub use tls::{ServerTls, TlsError};
 
 use body::Event;
 

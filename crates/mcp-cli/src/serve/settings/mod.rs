@@ -57,6 +57,8 @@ pub(crate) struct Settings {
     pub h2_max_streams: u32,
     /// The most bytes large responses may hold at once while clients read them.
     pub response_memory: usize,
+    /// HTTPS: the certificate and key files, when served.
+    pub tls: Option<TlsFiles>,
     /// Which protocol eras are answered.
     pub eras: ErasSetting,
     /// How handshake-era clients are served over HTTP.
@@ -94,6 +96,15 @@ pub(crate) struct MetricsSettings {
     pub path: String,
     /// Their own address, and the flag or key that gave it; `None`: on the HTTP listener.
     pub addr: Option<(SocketAddr, &'static str)>,
+}
+
+/// The certificate chain and key of HTTPS, and the flag or key that named them.
+#[derive(Debug)]
+pub(crate) struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    /// `--tls-cert` or `http.tls_cert`.
+    pub from: &'static str,
 }
 
 /// The `requestState` key file, and the flag or key that named it.
@@ -227,6 +238,35 @@ pub(crate) fn resolve(
         (Some(n), _) => check_min(n, MIN_RESPONSE_MEMORY, "--response-memory")?,
         (None, Some(n)) => check_min(n, MIN_RESPONSE_MEMORY, "http.response_memory")?,
         (None, None) => http_defaults.response_memory,
+    };
+
+    // HTTPS: both files, from the flags or else from the file.
+    let tls = match (
+        &args.tls_cert,
+        &args.tls_key,
+        &file.http.tls_cert,
+        &file.http.tls_key,
+    ) {
+        (Some(cert), Some(key), _, _) => Some(TlsFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+            from: "--tls-cert",
+        }),
+        (Some(_), None, _, _) | (None, Some(_), _, _) => {
+            return Err("--tls-cert and --tls-key: give both, or neither".to_owned());
+        }
+        (None, None, Some(cert), Some(key)) => Some(TlsFiles {
+            cert: in_file(cert),
+            key: in_file(key),
+            from: "http.tls_cert",
+        }),
+        (None, None, Some(_), None) => {
+            return Err("http.tls_cert: http.tls_key is missing; give both, or neither".to_owned());
+        }
+        (None, None, None, Some(_)) => {
+            return Err("http.tls_key: http.tls_cert is missing; give both, or neither".to_owned());
+        }
+        (None, None, None, None) => None,
     };
 
     // Eras: both by default, since the hosts most people run open with `initialize`.
@@ -456,6 +496,16 @@ pub(crate) fn resolve(
     };
     let mut notes = Vec::new();
     let metrics = metrics(args, observability, &path, &mut notes)?;
+    let tls = match tls {
+        Some(files) if args.stdio => {
+            notes.push(format!(
+                "{}: not used with --stdio, which has no HTTP listener",
+                files.from
+            ));
+            None
+        }
+        tls => tls,
+    };
 
     if sample.is_none() && databases.is_empty() && roots.is_empty() {
         return Err(
@@ -477,6 +527,7 @@ pub(crate) fn resolve(
         max_connections,
         h2_max_streams,
         response_memory,
+        tls,
         eras,
         legacy_http,
         max_sessions,

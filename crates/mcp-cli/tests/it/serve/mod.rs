@@ -8,6 +8,7 @@ mod connections;
 mod eras;
 mod files;
 mod host_policy;
+mod https;
 mod limits;
 mod observe;
 mod postgres;
