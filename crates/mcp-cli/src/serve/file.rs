@@ -159,6 +159,11 @@ pub(crate) struct DatabaseSection {
     pub connections: Option<usize>,
     /// SQLite only: read-only connections serving reads in parallel.
     pub read_connections: Option<usize>,
+    /// PostgreSQL only: `disable`, `prefer`, `require`, `verify-ca` or `verify-full`, over the
+    /// URL's `sslmode`.
+    pub ssl_mode: Option<String>,
+    /// PostgreSQL only: the CA certificates (PEM) the server's certificate must come from.
+    pub ssl_root_cert: Option<PathBuf>,
 }
 
 /// `[[roots]]`: one directory exposed as `file://` resources.

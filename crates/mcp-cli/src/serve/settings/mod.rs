@@ -657,10 +657,27 @@ fn file_database(
                     "{key}.read_connections: only for SQLite databases (PostgreSQL uses connections)"
                 ));
             }
+            if let Some(mode) = &section.ssl_mode {
+                pg.ssl_mode = Some(
+                    mode.parse::<mcp_sql::SslMode>()
+                        .map_err(|e| format!("{key}.ssl_mode: {e}"))?,
+                );
+            }
+            if let Some(path) = &section.ssl_root_cert {
+                pg.ssl_root_cert = Some(in_file(path));
+            }
         }
         Target::Sqlite(sqlite) => {
             if section.write_url.is_some() {
                 return Err(format!("{key}.write_url: only for PostgreSQL databases"));
+            }
+            if section.ssl_mode.is_some() {
+                return Err(format!("{key}.ssl_mode: only for PostgreSQL databases"));
+            }
+            if section.ssl_root_cert.is_some() {
+                return Err(format!(
+                    "{key}.ssl_root_cert: only for PostgreSQL databases"
+                ));
             }
             if section.connections.is_some() {
                 return Err(format!(

@@ -12,6 +12,7 @@ mod https;
 mod limits;
 mod observe;
 mod postgres;
+mod postgres_tls;
 mod sqlite;
 pub(crate) mod support;
 mod watch;
