@@ -249,7 +249,13 @@ impl ClientBuilder {
     /// Connects to a Streamable HTTP endpoint and detects its era (cached per origin), or speaks
     /// the one [`era`](Self::era) forces.
     pub async fn connect_http(self, url: &str) -> Result<Client, Error> {
-        let http = HttpClient::new(url)?;
+        self.connect_http_client(HttpClient::new(url)?).await
+    }
+
+    /// [`connect_http`](Self::connect_http) through a client configured by the caller: its own
+    /// reqwest client (proxies, TLS roots), or [`HttpClient::with_ca_file`] for a server whose
+    /// certificate a private CA issued.
+    pub async fn connect_http_client(self, http: HttpClient) -> Result<Client, Error> {
         let headers = self.headers.clone();
         let transport = HttpTransport::new(http, headers);
         let origin = transport.origin();

@@ -13,7 +13,8 @@
 //! - Server-Sent Events framing ([`sse`]).
 //!
 //! The server (`server` feature) and the client transport (`client` feature, [`client`]) build on
-//! these.
+//! these. The `tls` feature adds HTTPS to the server's accept loop (`server::ServerTls`, with a
+//! certificate that can be reloaded while serving).
 //!
 //! ```
 //! use http::HeaderMap;

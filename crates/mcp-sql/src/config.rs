@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use mcp_server::Scopes;
+pub use crate::postgres::SslMode;
 
 /// Per-call limits, applied to every tool call on a database.
 ///
@@ -135,8 +136,12 @@ impl SqliteConfig {
 
 /// How to connect to a PostgreSQL database.
 ///
-/// TLS is not supported yet: connections are made without TLS (`sslmode=disable` semantics), so
-/// use PostgreSQL on loopback or a private network, or a TLS-terminating proxy.
+/// TLS follows libpq's `sslmode` (in the URL, or [`ssl_mode`](Self::ssl_mode), which wins): a
+/// server on a loopback address or a Unix socket is reached without TLS unless a mode is set, and
+/// any other server with `verify-full` (a certificate from a trusted CA for the host name
+/// connected to). `require` encrypts without checking the certificate, so a man in the middle
+/// goes unnoticed. The trusted CAs are those of the CA file (`sslrootcert` in the URL, or
+/// [`ssl_root_cert`](Self::ssl_root_cert)), else the system's.
 #[derive(Clone, Debug)]
 pub struct PostgresConfig {
     /// A `postgres://user@host:port/db` URL or a `host=... user=... dbname=...` string. Reads run
@@ -154,6 +159,11 @@ pub struct PostgresConfig {
     pub allow_privileged_role: bool,
     /// How long to wait for a connection to the server.
     pub connect_timeout: Duration,
+    /// TLS for both URLs, over any `sslmode` they carry.
+    pub ssl_mode: Option<SslMode>,
+    /// The CA certificates (PEM) the server's certificate must come from, over any `sslrootcert`
+    /// the URLs carry; without either, the system's.
+    pub ssl_root_cert: Option<PathBuf>,
 }
 
 impl PostgresConfig {
@@ -166,6 +176,8 @@ impl PostgresConfig {
             connections: 4,
             allow_privileged_role: false,
             connect_timeout: Duration::from_secs(10),
+            ssl_mode: None,
+            ssl_root_cert: None,
         }
     }
 }

@@ -99,7 +99,11 @@
 //! GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO mcp_writer;
 //! ```
 //!
-//! TLS to PostgreSQL is not supported yet: use a server on loopback or a private network.
+//! PostgreSQL is reached over TLS with rustls, as libpq's `sslmode` says ([`SslMode`], in the URL
+//! or [`PostgresConfig::ssl_mode`]): `verify-full` by default for a server that is not on a
+//! loopback address or a Unix socket (those keep cleartext unless a mode is set), against the CA
+//! file of `sslrootcert` ([`PostgresConfig::ssl_root_cert`]) or the system's CA certificates.
+//! `require` encrypts without checking the certificate: a man in the middle is not noticed.
 
 mod adapter;
 mod approval;
@@ -117,7 +121,7 @@ mod tools;
 mod value;
 
 pub use adapter::{DEFAULT_DATABASE, SqlAdapter};
-pub use config::{DatabaseConfig, Limits, PostgresConfig, SqliteConfig};
+pub use config::{DatabaseConfig, Limits, PostgresConfig, SqliteConfig, SslMode};
 pub use database::{Database, PoolStats, URI_SCHEME};
 pub use error::SqlError;
 pub use ledger::LEDGER_TABLE;

@@ -152,7 +152,12 @@ pub(crate) async fn connect(common: &Common, progress: &Progress) -> Result<Clie
         let (name, value) = header(text)?;
         builder = builder.header(name, value);
     }
-    Ok(builder.connect_http(url).await?)
+    let http = match &common.ca_cert {
+        Some(ca_file) => mcp_http::client::HttpClient::with_ca_file(url, ca_file),
+        None => mcp_http::client::HttpClient::new(url),
+    }
+    .map_err(mcp_client::Error::from)?;
+    Ok(builder.connect_http_client(http).await?)
 }
 
 /// The error a legacy (2025-11-25) server answers when a request needs the user to open a URL

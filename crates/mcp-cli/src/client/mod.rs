@@ -62,6 +62,12 @@ pub(crate) struct Common {
     #[arg(long, value_name = "URL")]
     url: Option<String>,
 
+    /// Trust the CA certificates in this PEM file, besides the system's, for an https:// --url
+    /// whose certificate a private CA issued. SSL_CERT_FILE, when set, replaces the system's
+    /// certificates instead.
+    #[arg(long, value_name = "FILE", requires = "url")]
+    ca_cert: Option<PathBuf>,
+
     /// An HTTP header for every request, as NAME:VALUE (repeatable), e.g. "Authorization: Bearer x".
     #[arg(
         long = "header",

@@ -109,6 +109,10 @@ pub(crate) struct HttpSection {
     pub max_sessions: Option<usize>,
     /// How long a handshake-era session may go unused before it ends.
     pub session_idle: Option<Seconds>,
+    /// HTTPS: the certificate chain (PEM), with `tls_key`.
+    pub tls_cert: Option<PathBuf>,
+    /// HTTPS: the certificate's private key (PEM), with `tls_cert`.
+    pub tls_key: Option<PathBuf>,
 }
 
 /// `[sample]`: the embedded sample database.
@@ -163,6 +167,11 @@ pub(crate) struct DatabaseSection {
     pub read_scope: Option<String>,
     /// The scopes a caller needs for `execute` on it; `NAME:write` by default.
     pub write_scope: Option<String>,
+    /// PostgreSQL only: `disable`, `prefer`, `require`, `verify-ca` or `verify-full`, over the
+    /// URL's `sslmode`.
+    pub ssl_mode: Option<String>,
+    /// PostgreSQL only: the CA certificates (PEM) the server's certificate must come from.
+    pub ssl_root_cert: Option<PathBuf>,
 }
 
 /// `[[roots]]`: one directory exposed as `file://` resources.

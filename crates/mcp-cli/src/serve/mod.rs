@@ -18,7 +18,9 @@ use std::time::Duration;
 use anyhow::{Context as _, anyhow};
 use clap::Args;
 use futures_util::FutureExt as _;
-use mcp_http::server::{HttpConfig, LegacyMode, McpService, MetricsService, OriginPolicy};
+use mcp_http::server::{
+    HttpConfig, LegacyMode, McpService, MetricsService, OriginPolicy, ServerTls,
+};
 use mcp_server::observe::LOG_TARGET;
 use mcp_server::stdio;
 use tokio::net::TcpListener;
@@ -59,6 +61,16 @@ pub(crate) struct ServeArgs {
     /// The HTTP endpoint path [default: /mcp].
     #[arg(long, value_name = "PATH")]
     path: Option<String>,
+
+    /// Serve HTTPS with this certificate chain (PEM file, the server's certificate first), with
+    /// --tls-key. SIGHUP reads both files again: new connections get the new certificate, open
+    /// ones continue, and a file that does not load leaves the old one in use.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+
+    /// The private key of --tls-cert (PEM file: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
 
     /// Also accept this host name in `Host` and `Origin` (repeatable). Behind a reverse proxy that
     /// forwards the public name to a loopback server, this is the one setting needed. Off loopback,
@@ -433,6 +445,19 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     // Which hosts and origins get in, since a request under any other name is refused (403).
     tracing::info!("accepting {}", config.policy);
     tracing::info!("{}", eras_line(&settings, false));
+    // The certificate is read before binding, so that a bad file stops the start with its name.
+    let tls = match &settings.tls {
+        Some(files) => Some(
+            // The handshake is part of what a new connection must send within the read timeout.
+            ServerTls::from_pem_files(&files.cert, &files.key)
+                .map_err(|e| in_file(format!("{}: {e}", files.from)))?
+                .handshake_timeout(settings.read_timeout),
+        ),
+        None => None,
+    };
+    // SIGHUP is listened for before the address is announced, so that a reload asked for from
+    // then on is not taken for the signal's default action, which ends the process.
+    let hangups = tls.as_ref().map(|_| Hangups::listen());
     let listener = TcpListener::bind(settings.bind)
         .await
         .with_context(|| format!("binding {}", settings.bind))?;
@@ -440,18 +465,29 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some((_, service, local)) = &metrics {
         announce_metrics(*local, service.path());
     }
+    let scheme = if tls.is_some() { "https" } else { "http" };
     if let Some(path) = &config.metrics_path {
-        tracing::info!("serving metrics on http://{local}{path}");
+        tracing::info!("serving metrics on {scheme}://{local}{path}");
     }
-    tracing::info!("serving MCP on http://{local}{}", config.path);
+    tracing::info!("serving MCP on {scheme}://{local}{}", config.path);
     // One signal stops both listeners; the metrics one also stops if the server stops otherwise.
     let signal = mcp_http::server::shutdown_signal().shared();
     let mcp_signal = signal.clone();
     let serving = async {
         let service = McpService::new(server, config);
-        let result = mcp_http::server::serve_with_shutdown(listener, service, mcp_signal)
-            .await
-            .context("serving HTTP");
+        let result = match tls {
+            Some(tls) => {
+                let hangups = hangups.unwrap_or_else(Hangups::listen);
+                let reloading = tokio::spawn(reload_on_hangup(tls.clone(), hangups));
+                let served =
+                    mcp_http::server::serve_tls_with_shutdown(listener, service, tls, mcp_signal)
+                        .await;
+                reloading.abort();
+                served
+            }
+            None => mcp_http::server::serve_with_shutdown(listener, service, mcp_signal).await,
+        }
+        .context("serving HTTP");
         drop(stop_metrics);
         result
     };
@@ -464,6 +500,53 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let (result, ()) = tokio::join!(serving, serve_metrics(metrics, stopped));
     drop(served);
     result
+}
+
+/// SIGHUP, listened for (on Unix; elsewhere there is none).
+struct Hangups(#[cfg(unix)] Option<tokio::signal::unix::Signal>);
+
+impl Hangups {
+    fn listen() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            match signal(SignalKind::hangup()) {
+                Ok(hangups) => Hangups(Some(hangups)),
+                Err(e) => {
+                    tracing::warn!(
+                        "cannot listen for SIGHUP ({e}); the certificate will not be reloaded"
+                    );
+                    Hangups(None)
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        Hangups()
+    }
+
+    /// The next SIGHUP; `false` when there will be none.
+    async fn next(&mut self) -> bool {
+        #[cfg(unix)]
+        if let Some(signal) = &mut self.0 {
+            return signal.recv().await.is_some();
+        }
+        false
+    }
+}
+
+/// Reads the certificate and key again on every SIGHUP: new connections get the new certificate,
+/// open ones keep theirs, and files that do not load leave the old certificate in use.
+async fn reload_on_hangup(tls: ServerTls, mut hangups: Hangups) {
+    while hangups.next().await {
+        match tls.reload() {
+            Ok(()) => tracing::info!(
+                "SIGHUP: reloaded the certificate {} and key {}",
+                tls.cert_path().display(),
+                tls.key_path().display()
+            ),
+            Err(e) => tracing::error!("SIGHUP: {e}; still serving the previous certificate"),
+        }
+    }
 }
 
 /// Says where the metrics' own listener is (tests read this line), with a warning off loopback.

@@ -5,6 +5,7 @@
 
 mod arguments;
 mod bench;
+mod certs;
 mod era;
 mod harness;
 mod hints;

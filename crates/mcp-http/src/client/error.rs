@@ -32,6 +32,14 @@ pub enum HttpError {
         #[source]
         source: reqwest::Error,
     },
+    /// A file of trusted CA certificates could not be read or holds no PEM certificate.
+    #[error("CA certificates {}: {reason}", path.display())]
+    CaFile {
+        /// The file as given.
+        path: std::path::PathBuf,
+        /// Why it cannot be used.
+        reason: String,
+    },
     /// The request could not be sent or its response could not be read once connected (reset,
     /// ...).
     #[error("HTTP request failed: {0}")]

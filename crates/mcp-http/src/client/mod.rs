@@ -85,6 +85,26 @@ impl HttpClient {
         Self::with_client(http, url)
     }
 
+    /// A client for the endpoint at `url` that trusts the CA certificates of the PEM file `ca_file`
+    /// besides the system's, for a server whose certificate a private CA issued.
+    pub fn with_ca_file(url: &str, ca_file: &std::path::Path) -> Result<Self, HttpError> {
+        let ca_error = |reason: String| HttpError::CaFile {
+            path: ca_file.to_owned(),
+            reason,
+        };
+        let pem = std::fs::read(ca_file).map_err(|e| ca_error(e.to_string()))?;
+        let certs = reqwest::Certificate::from_pem_bundle(&pem)
+            .map_err(|e| ca_error(format!("not PEM certificates ({e})")))?;
+        if certs.is_empty() {
+            return Err(ca_error("no PEM certificate in it".to_owned()));
+        }
+        let http = reqwest::Client::builder()
+            .tls_certs_merge(certs)
+            .build()
+            .map_err(HttpError::Request)?;
+        Self::with_client(http, url)
+    }
+
     /// A client for the endpoint at `url` that sends through `http` (for proxies, TLS roots,
     /// timeouts of the connection itself).
     pub fn with_client(http: reqwest::Client, url: &str) -> Result<Self, HttpError> {

@@ -35,7 +35,6 @@ use http::{Request, Response};
 use http_body::{Body, Frame, SizeHint};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use mcp_server::observe::{CloseReason, ConnectionStats};
-use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use super::h1::RequestBody;
@@ -100,8 +99,8 @@ impl Drop for Stream {
 
 /// Serves HTTP/2 on `io` with `handler` until the connection ends or `stop` cuts it off
 /// (`None`); a stop that drains sends GOAWAY.
-pub(crate) fn serve<H, F>(
-    io: TcpStream,
+pub(crate) fn serve<I, H, F>(
+    io: I,
     handler: H,
     builder: &hyper::server::conn::http2::Builder<TokioExecutor>,
     stop: Arc<Stop>,
@@ -109,6 +108,7 @@ pub(crate) fn serve<H, F>(
     stats: Arc<ConnectionStats>,
 ) -> impl Future<Output = Option<Result<(), BoxError>>>
 where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     H: Fn(Request<RequestBody>) -> F + Send + Sync + 'static,
     F: Future<Output = Response<McpBody>> + Send + 'static,
 {

@@ -16,6 +16,7 @@
 mod body;
 mod h1;
 mod h2;
+mod io;
 mod legacy;
 mod memory;
 mod metrics;
@@ -25,6 +26,8 @@ mod serve;
 mod stop;
 mod throttle;
 mod timer;
+#[cfg(feature = "tls")]
+mod tls;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -51,6 +54,10 @@ pub use metrics::MetricsService;
 pub use policy::{OriginPolicy, Refusal};
 pub use scope::insufficient_scope_challenge;
 pub use serve::{ServeError, serve, serve_metrics, serve_with_shutdown, shutdown_signal};
+#[cfg(feature = "tls")]
+pub use serve::{serve_tls, serve_tls_with_shutdown};
+#[cfg(feature = "tls")]
+pub use tls::{ServerTls, TlsError};
 
 use body::Event;
 

@@ -1,6 +1,7 @@
 //! Accepting connections: HTTP/1.1 with keep-alive (served by [`super::h1`]) and HTTP/2 over
 //! cleartext (h2c, served by hyper), one task per connection and none per request, and a graceful
-//! shutdown.
+//! shutdown. With the `tls` feature, the same over TLS ([`serve_tls_with_shutdown`]): the
+//! handshake runs in the connection's task, and ALPN picks the protocol.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -60,6 +61,47 @@ pub async fn serve_with_shutdown(
     service: McpService,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
+    serve_mcp(listener, service, None, shutdown).await
+}
+
+/// Serves `service` over HTTPS on `listener` until SIGINT or SIGTERM, then shuts down gracefully.
+#[cfg(feature = "tls")]
+pub async fn serve_tls(
+    listener: TcpListener,
+    service: McpService,
+    tls: super::ServerTls,
+) -> Result<(), ServeError> {
+    serve_tls_with_shutdown(listener, service, tls, shutdown_signal()).await
+}
+
+/// Serves `service` over HTTPS on `listener` until `shutdown` resolves, as
+/// [`serve_with_shutdown`] does over cleartext.
+///
+/// Each connection's TLS handshake runs in its own task: it must begin within the first-bytes
+/// timeout and end within [`ServerTls::handshake_timeout`](super::ServerTls::handshake_timeout),
+/// and counts toward the connection cap meanwhile. ALPN `h2` is served HTTP/2, anything else
+/// HTTP/1.1. A client that sends cleartext HTTP to this port gets a 400 that says so. Keep a clone
+/// of `tls` to [`reload`](super::ServerTls::reload) the certificate while serving.
+#[cfg(feature = "tls")]
+pub async fn serve_tls_with_shutdown(
+    listener: TcpListener,
+    service: McpService,
+    tls: super::ServerTls,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServeError> {
+    let tls = Some(TlsSide {
+        acceptor: tls.acceptor(),
+        timeout: tls.timeout(),
+    });
+    serve_mcp(listener, service, tls, shutdown).await
+}
+
+async fn serve_mcp(
+    listener: TcpListener,
+    service: McpService,
+    tls: Option<TlsSide>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServeError> {
     let config = service.config();
     let limits = Limits {
         drain: config.drain,
@@ -88,6 +130,7 @@ pub async fn serve_with_shutdown(
         move || server.shutdown(),
         limits,
         stats,
+        tls,
     )
     .await
 }
@@ -112,8 +155,21 @@ pub async fn serve_metrics(
     let handler = move |req: Request<RequestBody>| std::future::ready(service.handle(&req));
     // The metrics listener's own connections are not the MCP listener's to count.
     let stats = Arc::new(ConnectionStats::default());
-    accept_loop(listener, handler, shutdown, || {}, limits, stats).await
+    accept_loop(listener, handler, shutdown, || {}, limits, stats, None).await
 }
+
+/// The TLS side of a listener: what each connection's handshake needs.
+#[cfg(feature = "tls")]
+#[derive(Clone)]
+struct TlsSide {
+    acceptor: tokio_rustls::TlsAcceptor,
+    timeout: Duration,
+}
+
+/// Without the `tls` feature, a listener never has a TLS side.
+#[cfg(not(feature = "tls"))]
+#[derive(Clone)]
+enum TlsSide {}
 
 /// What a listener and its connections are bounded by.
 #[derive(Clone, Copy, Debug)]
@@ -178,6 +234,7 @@ async fn accept_loop<H, F>(
     on_stop: impl FnOnce(),
     limits: Limits,
     stats: Arc<ConnectionStats>,
+    tls: Option<TlsSide>,
 ) -> Result<(), ServeError>
 where
     H: Fn(Request<RequestBody>) -> F + Clone + Send + Sync + 'static,
@@ -259,6 +316,22 @@ where
         let handler = handler.clone();
         let http2 = http2.clone();
         let (stop, stopping) = (stop.clone(), stopping.clone());
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &tls {
+            let tls = tls.clone();
+            let settings = (h1_settings, h2_settings);
+            connections.spawn(async move {
+                serve_tls_conn(
+                    stream, peer, tls, handler, http2, stop, stopping, limits, settings, guard,
+                )
+                .await;
+            });
+            continue;
+        }
+        #[cfg(not(feature = "tls"))]
+        if let Some(never) = &tls {
+            match *never {}
+        }
         connections.spawn(async move {
             let _open = guard;
             let version = tokio::select! {
@@ -309,6 +382,102 @@ where
         connections.wait().await;
     }
     Ok(())
+}
+
+/// Serves one connection over TLS: waits for its first byte within the first-bytes time, answers
+/// cleartext HTTP with a 400, runs the handshake within the handshake time, and serves the protocol
+/// ALPN agreed on.
+#[cfg(feature = "tls")]
+#[allow(clippy::too_many_arguments)]
+async fn serve_tls_conn<H, F>(
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    tls: TlsSide,
+    handler: H,
+    http2: hyper::server::conn::http2::Builder<TokioExecutor>,
+    stop: Arc<Stop>,
+    stopping: CancellationToken,
+    limits: Limits,
+    (h1_settings, h2_settings): (h1::Settings, h2::Settings),
+    open: Open,
+) where
+    H: Fn(Request<RequestBody>) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response<McpBody>> + Send + 'static,
+{
+    let first = tokio::select! {
+        first = first_byte_within(&stream, limits.first_bytes) => first,
+        () = stopping.cancelled() => return,
+    };
+    match first {
+        // A TLS connection opens with a handshake record (RFC 8446 §5.1).
+        Ok(0x16) => {}
+        Ok(_) => {
+            tracing::debug!(%peer, "cleartext on the HTTPS listener; answered 400");
+            super::tls::refuse_cleartext(stream).await;
+            return;
+        }
+        Err(e) => {
+            if e.kind() == std::io::ErrorKind::TimedOut {
+                open.stats.closed(CloseReason::ReadTimeout);
+            }
+            tracing::debug!(%peer, error = %e, "connection closed before its first request");
+            return;
+        }
+    }
+    let handshake = tls.acceptor.accept(stream);
+    let handshake = async {
+        if tls.timeout.is_zero() {
+            return handshake.await;
+        }
+        tokio::time::timeout(tls.timeout, handshake)
+            .await
+            .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()))
+    };
+    let stream = tokio::select! {
+        stream = handshake => stream,
+        () = stopping.cancelled() => return,
+    };
+    let stream = match stream {
+        Ok(stream) => stream,
+        Err(e) => {
+            if e.kind() == std::io::ErrorKind::TimedOut {
+                open.stats.closed(CloseReason::ReadTimeout);
+            }
+            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+            return;
+        }
+    };
+    let stats = open.stats.clone();
+    if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
+        let conn = h2::serve(stream, handler, &http2, stop, h2_settings, stats);
+        if let Some(Err(e)) = conn.await {
+            trace_conn_error(peer, &*e);
+        }
+    } else {
+        let conn = h1::serve(stream, handler, stop.clone(), h1_settings, stats);
+        if let Some(Err(e)) = Watched::new(conn, |_: Pin<&mut _>| {}, stop).await {
+            trace_conn_error(peer, &e);
+        }
+    }
+    drop(open);
+}
+
+/// The first byte the client sends, without consuming it; `TimedOut` after `limit` (unless zero).
+#[cfg(feature = "tls")]
+async fn first_byte_within(stream: &tokio::net::TcpStream, limit: Duration) -> std::io::Result<u8> {
+    let peek = async {
+        let mut byte = [0u8; 1];
+        match stream.peek(&mut byte).await? {
+            0 => Err(std::io::ErrorKind::UnexpectedEof.into()),
+            _ => Ok(byte[0]),
+        }
+    };
+    if limit.is_zero() {
+        return peek.await;
+    }
+    tokio::time::timeout(limit, peek)
+        .await
+        .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()))
 }
 
 /// The HTTP/2 connection preface (RFC 9113 §3.4), which an h2c client with prior knowledge sends

@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use tokio::sync::Mutex;
-use tokio_postgres::{Client, Config, NoTls};
+use tokio_postgres::{Client, Config};
+
+use crate::postgres::PgTls;
 
 use super::{LEDGER_TABLE, SLACK};
 use crate::approval::Spent;
@@ -15,6 +17,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Used approvals in a PostgreSQL table, one row per approval until its state has expired.
 pub(crate) struct SharedLedger {
     config: Config,
+    tls: PgTls,
     client: Mutex<Option<Client>>,
 }
 
@@ -23,11 +26,12 @@ impl SharedLedger {
     /// is reported at start rather than on the first write.
     pub(crate) async fn connect(url: &str) -> Result<SharedLedger, SqlError> {
         const NAME: &str = "approval ledger";
-        let config: Config = url
-            .parse()
-            .map_err(|e| crate::postgres::errors::setup_error(NAME, None, e))?;
+        // TLS as for the databases: `sslmode` and `sslrootcert` in the URL, verify-full by default
+        // off loopback.
+        let prepared = crate::postgres::prepare(url, NAME, None, None)?;
         let ledger = SharedLedger {
-            config,
+            config: prepared.config,
+            tls: prepared.tls,
             client: Mutex::new(None),
         };
         let client = ledger
@@ -41,7 +45,7 @@ impl SharedLedger {
     async fn open(&self) -> Result<Client, tokio_postgres::Error> {
         let mut config = self.config.clone();
         config.connect_timeout(CONNECT_TIMEOUT);
-        let (client, connection) = config.connect(NoTls).await?;
+        let (client, connection) = config.connect(self.tls.clone()).await?;
         tokio::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::warn!(error = %e, "the approval ledger's connection ended");

@@ -106,6 +106,9 @@ pub(crate) fn describe(error: &tokio_postgres::Error, config: &Config) -> String
         text.push_str(&format!(": {e}"));
         cause = e.source();
     }
+    if let Some(why) = text.strip_prefix("error performing TLS handshake: ") {
+        return format!("TLS with {at}: {why}");
+    }
     if text.starts_with("error connecting") || text.starts_with("error communicating") {
         text.push_str(&format!(" ({at})"));
     }

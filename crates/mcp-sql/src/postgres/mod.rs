@@ -6,7 +6,11 @@
 mod catalog;
 pub(crate) mod errors;
 mod pool;
+mod tls;
 mod types;
+
+pub(crate) use tls::PgTls;
+pub use tls::SslMode;
 
 use std::future::Future;
 use std::pin::{Pin, pin};
@@ -15,7 +19,7 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt as _;
 use serde_json::Value;
 use tokio_postgres::error::{ErrorPosition, SqlState};
-use tokio_postgres::{CancelToken, Client, Config, NoTls, Row, SimpleQueryMessage, Statement};
+use tokio_postgres::{CancelToken, Client, Row, SimpleQueryMessage, Statement};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{DatabaseConfig, Limits, PostgresConfig};
@@ -72,9 +76,31 @@ pub(crate) struct PgDb {
     writer: Option<PgPool>,
 }
 
-fn parse(url: &str, database: &str) -> Result<Config, SqlError> {
-    url.parse::<Config>()
-        .map_err(|source| errors::setup_error(database, None, source))
+/// A connection string and the TLS settings laid over it, made ready to connect with.
+pub(crate) fn prepare(
+    url: &str,
+    database: &str,
+    ssl_mode: Option<SslMode>,
+    ssl_root_cert: Option<&std::path::Path>,
+) -> Result<tls::Prepared, SqlError> {
+    match tls::prepare(url, ssl_mode, ssl_root_cert) {
+        Ok(Ok(prepared)) => Ok(prepared),
+        Ok(Err(source)) => Err(errors::setup_error(database, None, source)),
+        Err(reason) => Err(SqlError::Config {
+            database: database.to_owned(),
+            reason,
+        }),
+    }
+}
+
+fn pool(url: &str, name: &str, config: &PostgresConfig) -> Result<PgPool, SqlError> {
+    let prepared = prepare(url, name, config.ssl_mode, config.ssl_root_cert.as_deref())?;
+    Ok(PgPool::new(
+        prepared.config,
+        prepared.tls,
+        config.connections,
+        config.connect_timeout,
+    ))
 }
 
 impl PgDb {
@@ -92,19 +118,11 @@ impl PgDb {
         config: &PostgresConfig,
         db: &DatabaseConfig,
     ) -> Result<PgDb, SqlError> {
-        let reader = PgPool::new(
-            parse(&config.url, name)?,
-            config.connections,
-            config.connect_timeout,
-        );
+        let reader = pool(&config.url, name, config)?;
         check_role(&reader, name, config.allow_privileged_role).await?;
         let writer = if db.allow_write {
             let url = config.write_url.as_deref().unwrap_or(&config.url);
-            let writer = PgPool::new(
-                parse(url, name)?,
-                config.connections,
-                config.connect_timeout,
-            );
+            let writer = pool(url, name, config)?;
             check_role(&writer, name, config.allow_privileged_role).await?;
             Some(writer)
         } else {
@@ -138,7 +156,14 @@ impl PgDb {
         };
         let token = conn.client().cancel_token();
         conn.start();
-        let (out, stopped) = supervise(job(conn.client()), cancel, deadline + GRACE, &token).await;
+        let (out, stopped) = supervise(
+            job(conn.client()),
+            cancel,
+            deadline + GRACE,
+            &token,
+            pool.tls(),
+        )
+        .await;
         match (out, stopped) {
             (Some((result, reusable)), None) => {
                 if reusable {
@@ -258,6 +283,7 @@ async fn supervise<T>(
     cancel: &CancellationToken,
     backstop: Instant,
     token: &CancelToken,
+    tls: &PgTls,
 ) -> (Option<T>, Option<fn(Duration) -> ExecError>) {
     let mut work = pin!(work);
     let stopped: fn(Duration) -> ExecError = tokio::select! {
@@ -266,7 +292,7 @@ async fn supervise<T>(
         () = cancel.cancelled() => |_| ExecError::Cancelled,
         () = tokio::time::sleep_until(backstop.into()) => ExecError::Timeout,
     };
-    if let Err(e) = token.cancel_query(NoTls).await {
+    if let Err(e) = token.cancel_query(tls.clone()).await {
         tracing::warn!(error = %e, "could not send PostgreSQL a cancel request");
     }
     let out = tokio::time::timeout(STOP_WAIT, &mut work).await.ok();

@@ -10,12 +10,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
-use tokio_postgres::{CancelToken, Client, Config, NoTls};
+use tokio_postgres::{CancelToken, Client, Config};
+
+use super::tls::PgTls;
 
 use crate::database::PoolStats;
 
 struct Shared {
     config: Config,
+    tls: PgTls,
     idle: Mutex<Vec<Client>>,
     permits: Arc<Semaphore>,
     size: usize,
@@ -88,8 +91,9 @@ impl Drop for PgConn {
             // The call was dropped mid-statement (the stdio transport drops a cancelled request's
             // future): ask the server to stop it rather than let it run on unobserved.
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                let tls = self.shared.tls.clone();
                 runtime.spawn(async move {
-                    let _ = token.cancel_query(NoTls).await;
+                    let _ = token.cancel_query(tls).await;
                 });
             }
         }
@@ -104,19 +108,30 @@ impl Drop for PgConn {
 }
 
 impl PgPool {
-    pub(crate) fn new(mut config: Config, size: usize, connect_timeout: Duration) -> PgPool {
+    pub(crate) fn new(
+        mut config: Config,
+        tls: PgTls,
+        size: usize,
+        connect_timeout: Duration,
+    ) -> PgPool {
         config.application_name("mcp-sql");
         config.connect_timeout(connect_timeout);
         let size = size.max(1);
         PgPool {
             shared: Arc::new(Shared {
                 config,
+                tls,
                 idle: Mutex::new(Vec::new()),
                 permits: Arc::new(Semaphore::new(size)),
                 size,
                 waiting: AtomicUsize::new(0),
             }),
         }
+    }
+
+    /// The TLS connector, for cancel requests (which open a connection of their own).
+    pub(crate) fn tls(&self) -> &PgTls {
+        &self.shared.tls
     }
 
     /// `error` (from this pool's connections) in words, with the address it was about.
@@ -148,7 +163,7 @@ impl PgPool {
 
     /// Opens a new connection and drives it on its own task.
     async fn connect(&self) -> Result<Client, tokio_postgres::Error> {
-        let (client, connection) = self.shared.config.connect(NoTls).await?;
+        let (client, connection) = self.shared.config.connect(self.shared.tls.clone()).await?;
         tokio::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::debug!(error = %e, "a PostgreSQL connection ended with an error");

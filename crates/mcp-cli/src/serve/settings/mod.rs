@@ -58,6 +58,8 @@ pub(crate) struct Settings {
     pub h2_max_streams: u32,
     /// The most bytes large responses may hold at once while clients read them.
     pub response_memory: usize,
+    /// HTTPS: the certificate and key files, when served.
+    pub tls: Option<TlsFiles>,
     /// Which protocol eras are answered.
     pub eras: ErasSetting,
     /// How handshake-era clients are served over HTTP.
@@ -95,6 +97,15 @@ pub(crate) struct MetricsSettings {
     pub path: String,
     /// Their own address, and the flag or key that gave it; `None`: on the HTTP listener.
     pub addr: Option<(SocketAddr, &'static str)>,
+}
+
+/// The certificate chain and key of HTTPS, and the flag or key that named them.
+#[derive(Debug)]
+pub(crate) struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    /// `--tls-cert` or `http.tls_cert`.
+    pub from: &'static str,
 }
 
 /// The `requestState` key file, and the flag or key that named it.
@@ -228,6 +239,35 @@ pub(crate) fn resolve(
         (Some(n), _) => check_min(n, MIN_RESPONSE_MEMORY, "--response-memory")?,
         (None, Some(n)) => check_min(n, MIN_RESPONSE_MEMORY, "http.response_memory")?,
         (None, None) => http_defaults.response_memory,
+    };
+
+    // HTTPS: both files, from the flags or else from the file.
+    let tls = match (
+        &args.tls_cert,
+        &args.tls_key,
+        &file.http.tls_cert,
+        &file.http.tls_key,
+    ) {
+        (Some(cert), Some(key), _, _) => Some(TlsFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+            from: "--tls-cert",
+        }),
+        (Some(_), None, _, _) | (None, Some(_), _, _) => {
+            return Err("--tls-cert and --tls-key: give both, or neither".to_owned());
+        }
+        (None, None, Some(cert), Some(key)) => Some(TlsFiles {
+            cert: in_file(cert),
+            key: in_file(key),
+            from: "http.tls_cert",
+        }),
+        (None, None, Some(_), None) => {
+            return Err("http.tls_cert: http.tls_key is missing; give both, or neither".to_owned());
+        }
+        (None, None, None, Some(_)) => {
+            return Err("http.tls_key: http.tls_cert is missing; give both, or neither".to_owned());
+        }
+        (None, None, None, None) => None,
     };
 
     // Eras: both by default, since the hosts most people run open with `initialize`.
@@ -473,6 +513,16 @@ pub(crate) fn resolve(
     };
     let mut notes = Vec::new();
     let metrics = metrics(args, observability, &path, &mut notes)?;
+    let tls = match tls {
+        Some(files) if args.stdio => {
+            notes.push(format!(
+                "{}: not used with --stdio, which has no HTTP listener",
+                files.from
+            ));
+            None
+        }
+        tls => tls,
+    };
 
     if sample.is_none() && databases.is_empty() && roots.is_empty() {
         return Err(
@@ -494,6 +544,7 @@ pub(crate) fn resolve(
         max_connections,
         h2_max_streams,
         response_memory,
+        tls,
         eras,
         legacy_http,
         max_sessions,
@@ -623,10 +674,27 @@ fn file_database(
                     "{key}.read_connections: only for SQLite databases (PostgreSQL uses connections)"
                 ));
             }
+            if let Some(mode) = &section.ssl_mode {
+                pg.ssl_mode = Some(
+                    mode.parse::<mcp_sql::SslMode>()
+                        .map_err(|e| format!("{key}.ssl_mode: {e}"))?,
+                );
+            }
+            if let Some(path) = &section.ssl_root_cert {
+                pg.ssl_root_cert = Some(in_file(path));
+            }
         }
         Target::Sqlite(sqlite) => {
             if section.write_url.is_some() {
                 return Err(format!("{key}.write_url: only for PostgreSQL databases"));
+            }
+            if section.ssl_mode.is_some() {
+                return Err(format!("{key}.ssl_mode: only for PostgreSQL databases"));
+            }
+            if section.ssl_root_cert.is_some() {
+                return Err(format!(
+                    "{key}.ssl_root_cert: only for PostgreSQL databases"
+                ));
             }
             if section.connections.is_some() {
                 return Err(format!(

@@ -780,3 +780,81 @@ fn bad_scopes_name_their_key() {
         .to_string();
     assert!(e.contains("read_scopes"), "{e}");
 }
+
+#[test]
+fn tls_files_come_in_pairs_from_the_flags_or_the_file() {
+    let tls = resolve_with(&["--tls-cert", "c.pem", "--tls-key", "k.pem"], None)
+        .unwrap()
+        .tls
+        .expect("HTTPS");
+    assert_eq!(
+        (tls.cert, tls.key, tls.from),
+        (PathBuf::from("c.pem"), PathBuf::from("k.pem"), "--tls-cert")
+    );
+    // The file's paths are relative to the file; the flags win over it.
+    let file = "[http]\ntls_cert = \"c.pem\"\ntls_key = \"k.pem\"\n";
+    let tls = resolve_with(&[], Some(file)).unwrap().tls.expect("HTTPS");
+    assert_eq!(tls.cert, PathBuf::from("/etc/mcp/c.pem"));
+    assert_eq!(tls.from, "http.tls_cert");
+    let tls = resolve_with(&["--tls-cert", "a", "--tls-key", "b"], Some(file))
+        .unwrap()
+        .tls
+        .unwrap();
+    assert_eq!(tls.cert, PathBuf::from("a"));
+    // One without the other is an error that names the missing key.
+    let err = resolve_with(&[], Some("[http]\ntls_cert = \"c.pem\"\n")).unwrap_err();
+    assert!(
+        err.starts_with("http.tls_cert: http.tls_key is missing"),
+        "{err}"
+    );
+    let err = resolve_with(&[], Some("[http]\ntls_key = \"k.pem\"\n")).unwrap_err();
+    assert!(err.starts_with("http.tls_key:"), "{err}");
+    // With --stdio there is no listener: a note, and no TLS.
+    let s = resolve_with(&["--stdio"], Some(file)).unwrap();
+    assert!(s.tls.is_none());
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.starts_with("http.tls_cert: not used")),
+        "{:?}",
+        s.notes
+    );
+}
+
+#[test]
+fn postgres_tls_keys_are_checked_and_only_for_postgres() {
+    let pg = |toml: &str| {
+        let s = resolve_with(&[], Some(toml)).unwrap();
+        match &s.databases[0].target {
+            Target::Postgres(pg) => (pg.ssl_mode, pg.ssl_root_cert.clone()),
+            Target::Sqlite(_) => panic!("a PostgreSQL database"),
+        }
+    };
+    assert_eq!(
+        pg(
+            "[databases.a]\nurl = \"postgres://u@db.example/a\"\nssl_mode = \"verify-ca\"\nssl_root_cert = \"ca.pem\"\n"
+        ),
+        (
+            Some(mcp_sql::SslMode::VerifyCa),
+            Some(PathBuf::from("/etc/mcp/ca.pem"))
+        )
+    );
+    let err = resolve_with(
+        &[],
+        Some("[databases.a]\nurl = \"postgres://u@h/a\"\nssl_mode = \"verify\"\n"),
+    )
+    .unwrap_err();
+    assert!(
+        err.starts_with("databases.a.ssl_mode: unknown sslmode \"verify\""),
+        "{err}"
+    );
+    let err = resolve_with(
+        &[],
+        Some("[databases.a]\nurl = \"a.db\"\nssl_root_cert = \"ca.pem\"\n"),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        "databases.a.ssl_root_cert: only for PostgreSQL databases"
+    );
+}

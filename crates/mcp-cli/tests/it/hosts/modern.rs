@@ -66,6 +66,41 @@ fn modern_clients_over_http() {
 }
 
 #[test]
+fn modern_clients_over_https_with_the_test_ca() {
+    let scratch = Scratch::new();
+    let ca = crate::certs::TestCa::new("mcp-rs interop CA");
+    let folder = scratch.data.parent().expect("the scratch folder");
+    let ca_file = ca.write(folder, "ca.pem");
+    let (cert, key) = ca
+        .server(&["localhost", "127.0.0.1"], "interop", 7)
+        .write(folder, "server");
+    let mut args = scratch.serve_args();
+    args.extend([
+        "--tls-cert".to_owned(),
+        cert.display().to_string(),
+        "--tls-key".to_owned(),
+        key.display().to_string(),
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let serve = Serve::start(&scratch.data, &args);
+    assert!(serve.url.starts_with("https://"), "{}", serve.url);
+    let target = ["http".to_owned(), serve.url.clone()];
+    for sdk in [Sdk::TypeScript, Sdk::Python] {
+        let mut command = client(sdk, &scratch, &target);
+        // Each runtime's own way to trust a private CA: Node adds NODE_EXTRA_CA_CERTS to its
+        // roots, httpx reads SSL_CERT_FILE instead of the system's.
+        match sdk {
+            Sdk::TypeScript => command.env("NODE_EXTRA_CA_CERTS", &ca_file),
+            Sdk::Python => command.env("SSL_CERT_FILE", &ca_file),
+        };
+        let summary = run_approving(&scratch, command, |event| {
+            panic!("{sdk:?}: unexpected stop {event}")
+        });
+        check(&summary, true);
+    }
+}
+
+#[test]
 fn modern_clients_over_stdio() {
     let scratch = Scratch::new();
     let mut target = vec!["stdio".to_owned()];

@@ -31,7 +31,7 @@
 
 use std::future::{Future, poll_fn};
 use std::io;
-use std::pin::{Pin, pin};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -40,11 +40,11 @@ use bytes::{Bytes, BytesMut};
 use http::{Method, Request, Response, StatusCode, Version};
 use http_body::{Body, Frame, SizeHint};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use mcp_server::observe::{CloseReason, ConnectionStats};
 
+use super::io::{Conn, Peer};
 use super::stop::Stop;
 use super::timer::Deadline;
 use super::{BoxError, McpBody};
@@ -142,14 +142,15 @@ impl From<io::Error> for Fail {
 /// Serves HTTP/1.1 requests on `io` with `handler` until the peer closes the connection, a request
 /// asks to close it, or `stop` drains the server (an idle connection closes at once, a busy one
 /// after its response).
-pub(crate) async fn serve<H, F>(
-    mut io: TcpStream,
+pub(crate) async fn serve<C, H, F>(
+    mut io: C,
     handler: H,
     stop: Arc<Stop>,
     settings: Settings,
     stats: Arc<ConnectionStats>,
 ) -> io::Result<()>
 where
+    C: Conn,
     H: Fn(Request<RequestBody>) -> F,
     F: Future<Output = Response<McpBody>> + Send + 'static,
 {
@@ -169,22 +170,13 @@ where
                 if stop.is_draining() {
                     return Poll::Ready(Ok(Idle::Stop));
                 }
-                if let Poll::Ready(ready) = io.poll_read_ready(cx) {
-                    if let Err(e) = ready {
-                        return Poll::Ready(Err(e));
-                    }
-                    // Readiness may have nothing behind it (an event handled after the bytes it
-                    // reported were read), so the request's first bytes are read here, while the
-                    // idle timer still runs, rather than by a read that would wait for them
-                    // untimed. A read that finds nothing clears the readiness and waits for
-                    // the next, and the buffer goes again.
-                    buf.reserve(request::READ_CHUNK);
-                    match pin!(io.read_buf(&mut buf)).poll(cx) {
-                        Poll::Ready(Ok(0)) => return Poll::Ready(Ok(Idle::Closed)),
-                        Poll::Ready(Ok(_)) => return Poll::Ready(Ok(Idle::Request)),
-                        Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                        Poll::Pending => buf = BytesMut::new(),
-                    }
+                // The request's first bytes are read here, while the idle timer still runs,
+                // rather than by a read that would wait for them untimed.
+                match io.poll_first_read(cx, &mut buf) {
+                    Poll::Ready(Ok(0)) => return Poll::Ready(Ok(Idle::Closed)),
+                    Poll::Ready(Ok(_)) => return Poll::Ready(Ok(Idle::Request)),
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Pending => {}
                 }
                 if settings.idle_timeout.is_zero() {
                     return Poll::Pending;
@@ -235,7 +227,7 @@ where
             tokio::select! {
                 biased;
                 response = &mut handling => break response,
-                peer = watch_peer(&io), if watching => match peer {
+                peer = io.watch_peer(), if watching => match peer {
                     // The client left: dropping the handler's future cancels the request.
                     Peer::Gone => return Ok(()),
                     // A pipelined request: it waits in the socket until this one is answered.
@@ -269,10 +261,20 @@ enum Idle {
     Expired,
 }
 
-async fn shut(io: &mut TcpStream) -> io::Result<()> {
+async fn shut<C: Conn>(io: &mut C) -> io::Result<()> {
     // The peer may be gone already; closing is all that is left either way.
-    let _ = io.shutdown().await;
+    shut_down(io).await;
     Ok(())
+}
+
+/// Shuts the write side. A stream that buffers (TLS) first sends what it holds and its closing
+/// alert, which a client that reads nothing would hold up: it gets the linger time for that.
+async fn shut_down<C: Conn>(io: &mut C) {
+    if C::BUFFERED {
+        let _ = tokio::time::timeout(LINGER_TIME, io.shutdown()).await;
+    } else {
+        let _ = io.shutdown().await;
+    }
 }
 
 /// How long, and for how many bytes, a connection closed with a request still arriving keeps
@@ -284,8 +286,8 @@ const LINGER_BYTES: usize = 16 * 1024 * 1024;
 /// closing a socket with unread bytes makes the kernel reset the connection, and a client still
 /// writing would see the reset instead of the answer. So the write side is shut first, and what
 /// the client sends is read and dropped until it closes too, for a bounded time and amount.
-async fn shut_lingering(io: &mut TcpStream) -> io::Result<()> {
-    let _ = io.shutdown().await;
+async fn shut_lingering<C: Conn>(io: &mut C) -> io::Result<()> {
+    shut_down(io).await;
     let drain = async {
         let mut sink = vec![0u8; 16 * 1024];
         let mut total = 0;
@@ -298,29 +300,4 @@ async fn shut_lingering(io: &mut TcpStream) -> io::Result<()> {
     };
     let _ = tokio::time::timeout(LINGER_TIME, drain).await;
     Ok(())
-}
-
-/// What the peer did while a response was pending.
-enum Peer {
-    /// It closed the connection, or the connection failed.
-    Gone,
-    /// It sent more bytes (a pipelined request), which stay unread.
-    Sent,
-}
-
-/// Resolves when the peer closes the connection or sends more bytes, without reading them.
-async fn watch_peer(io: &TcpStream) -> Peer {
-    let mut byte = [0u8; 1];
-    loop {
-        match io.peek(&mut byte).await {
-            Ok(0) => return Peer::Gone,
-            Ok(_) => return Peer::Sent,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-                ) => {}
-            Err(_) => return Peer::Gone,
-        }
-    }
 }

@@ -8,17 +8,16 @@ use bytes::{Buf as _, BytesMut};
 use http::header::{CONNECTION, CONTENT_LENGTH, EXPECT, HOST, TRANSFER_ENCODING};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri, Version};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::net::TcpStream;
 use tokio::time::Instant;
 
+use super::super::io::Conn;
+pub(super) use super::super::io::READ_CHUNK;
 use super::{Fail, RequestBody, Settings};
 
 /// The largest request head: request line and header fields.
 const MAX_HEAD: usize = 64 * 1024;
 /// The most header fields a request may carry.
 const MAX_HEADERS: usize = 100;
-/// The room each read of a request asks for at least.
-pub(super) const READ_CHUNK: usize = 4 * 1024;
 /// The longest chunk-size line (with extensions) or trailer section of a chunked body.
 const MAX_CHUNK_LINE: usize = 4 * 1024;
 const MAX_TRAILERS: usize = 16 * 1024;
@@ -44,7 +43,7 @@ pub(super) enum Framing {
 /// a request began. The flag says whether the connection is still in step with the client, that
 /// is whether the whole body was consumed.
 pub(super) async fn read(
-    io: &mut TcpStream,
+    io: &mut impl Conn,
     buf: &mut BytesMut,
     settings: Settings,
 ) -> Result<Option<(Head, RequestBody, bool)>, Fail> {
@@ -73,7 +72,7 @@ pub(super) async fn read(
 /// Reads into `buf` until it holds a whole request head, and parses it. `None`: the peer closed
 /// the connection before a request began.
 async fn read_head(
-    io: &mut TcpStream,
+    io: &mut impl Conn,
     buf: &mut BytesMut,
     timeout: Duration,
 ) -> Result<Option<Head>, Fail> {
@@ -301,7 +300,7 @@ fn body_is_here(head: &Head, buf: &BytesMut) -> bool {
 /// Reads the request's body from `buf` and the connection. The flag says whether the connection
 /// is still in step with the client, that is whether the whole body was consumed.
 async fn read_body(
-    io: &mut TcpStream,
+    io: &mut impl Conn,
     buf: &mut BytesMut,
     head: &Head,
     max: usize,
@@ -313,6 +312,7 @@ async fn read_body(
             let len = len as usize;
             if head.expect_continue && buf.len() < len {
                 io.write_all(CONTINUE).await?;
+                io.flush().await?;
             }
             fill(io, buf, len).await?;
             Ok((RequestBody::Read(Some(buf.split_to(len).freeze())), true))
@@ -320,6 +320,7 @@ async fn read_body(
         Framing::Chunked => {
             if head.expect_continue && buf.is_empty() {
                 io.write_all(CONTINUE).await?;
+                io.flush().await?;
             }
             read_chunked(io, buf, max).await
         }
@@ -329,7 +330,7 @@ async fn read_body(
 /// Decodes a chunked body (RFC 9112 §7.1): chunk extensions and trailer fields are read and
 /// ignored. A body longer than `max` is left unread.
 async fn read_chunked(
-    io: &mut TcpStream,
+    io: &mut impl Conn,
     buf: &mut BytesMut,
     max: usize,
 ) -> Result<(RequestBody, bool), Fail> {
@@ -397,7 +398,7 @@ fn chunk_size(line: &[u8]) -> Option<u64> {
 
 /// Reads until `buf` holds a CRLF-terminated line and returns the line's length (without CRLF).
 /// A CR or LF anywhere else in the line, or a line longer than `max`, is refused.
-async fn fill_line(io: &mut TcpStream, buf: &mut BytesMut, max: usize) -> Result<usize, Fail> {
+async fn fill_line(io: &mut impl Conn, buf: &mut BytesMut, max: usize) -> Result<usize, Fail> {
     let mut scanned = 0;
     loop {
         if let Some(at) = buf[scanned..]
@@ -435,7 +436,7 @@ async fn fill_line(io: &mut TcpStream, buf: &mut BytesMut, max: usize) -> Result
 }
 
 /// Reads until `buf` holds at least `len` bytes.
-async fn fill(io: &mut TcpStream, buf: &mut BytesMut, len: usize) -> Result<(), Fail> {
+async fn fill(io: &mut impl Conn, buf: &mut BytesMut, len: usize) -> Result<(), Fail> {
     if buf.len() < len {
         buf.reserve(len - buf.len());
     }
@@ -445,7 +446,7 @@ async fn fill(io: &mut TcpStream, buf: &mut BytesMut, len: usize) -> Result<(), 
     Ok(())
 }
 
-async fn read_more(io: &mut TcpStream, buf: &mut BytesMut) -> Result<(), Fail> {
+async fn read_more(io: &mut impl Conn, buf: &mut BytesMut) -> Result<(), Fail> {
     if buf.capacity() == buf.len() {
         buf.reserve(READ_CHUNK);
     }

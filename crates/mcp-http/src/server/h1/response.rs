@@ -12,17 +12,16 @@ use bytes::Bytes;
 use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
 use http_body_util::BodyExt as _;
 use mcp_server::observe::CloseReason;
-use tokio::io::AsyncWrite as _;
-use tokio::net::TcpStream;
 use tokio::time::Instant;
 
+use super::super::io::{Conn, Peer};
 use super::super::memory::{self, OverMemory};
-use super::{McpBody, Out, Peer, watch_peer};
+use super::{McpBody, Out};
 
 /// Writes `parts` and `body`: a whole body with its `Content-Length`, a streamed one chunked (or,
 /// to an HTTP/1.0 client, delimited by closing). Returns whether the connection must close.
 pub(super) async fn write(
-    io: &mut TcpStream,
+    io: &mut impl Conn,
     out: &mut Out,
     parts: &http::response::Parts,
     body: McpBody,
@@ -110,7 +109,7 @@ pub(super) async fn write(
 /// Writes a streamed body frame by frame as they come (as chunks if `chunked`), until it ends.
 /// The body is dropped, which cancels its request, if the peer goes away in the meantime.
 async fn write_stream(
-    io: &mut TcpStream,
+    io: &mut impl Conn,
     out: &mut Out,
     mut body: McpBody,
     chunked: bool,
@@ -120,7 +119,7 @@ async fn write_stream(
         let frame = tokio::select! {
             biased;
             frame = body.frame() => frame,
-            peer = watch_peer(io), if watching => match peer {
+            peer = io.watch_peer(), if watching => match peer {
                 Peer::Gone => return Err(io::ErrorKind::ConnectionAborted.into()),
                 // A pipelined request waits until the stream ends.
                 Peer::Sent => {
@@ -158,41 +157,53 @@ async fn write_stream(
     }
 }
 
-/// Writes all of `data`. While the socket takes nothing (the client is not reading), the write
-/// timeout runs from the last write that made progress; when it passes, the write fails with
-/// `TimedOut` and the connection is given up. A write the socket takes at once, the usual case,
-/// looks at no clock and no timer.
-async fn send(io: &mut TcpStream, out: &mut Out, mut data: &[u8]) -> io::Result<()> {
+/// Writes all of `data`, and on a stream that buffers writes (TLS) flushes it. While the socket
+/// takes nothing (the client is not reading), the write timeout runs from the last write that
+/// made progress; when it passes, the write fails with `TimedOut` and the connection is given up.
+/// A write the socket takes at once, the usual case, looks at no clock and no timer.
+async fn send<C: Conn>(io: &mut C, out: &mut Out, mut data: &[u8]) -> io::Result<()> {
     let mut progress: Option<Instant> = None;
     poll_fn(|cx| {
-        while !data.is_empty() {
-            match Pin::new(&mut *io).poll_write(cx, data) {
-                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
-                Poll::Ready(Ok(n)) => {
-                    data = &data[n..];
-                    if progress.is_some() {
-                        progress = Some(Instant::now());
+        loop {
+            if !data.is_empty() {
+                match Pin::new(&mut *io).poll_write(cx, data) {
+                    Poll::Ready(Ok(0)) => {
+                        return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
                     }
+                    Poll::Ready(Ok(n)) => {
+                        data = &data[n..];
+                        if progress.is_some() {
+                            progress = Some(Instant::now());
+                        }
+                        continue;
+                    }
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Pending => {}
                 }
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Pending => {
-                    if out.write_timeout.is_zero() {
-                        return Poll::Pending;
-                    }
-                    let since = *progress.get_or_insert_with(Instant::now);
-                    if out
-                        .timer
-                        .poll_until(since + out.write_timeout, cx)
-                        .is_ready()
-                    {
-                        out.stats.closed(CloseReason::WriteTimeout);
-                        return Poll::Ready(Err(io::ErrorKind::TimedOut.into()));
-                    }
-                    return Poll::Pending;
+            } else if C::BUFFERED {
+                // The response is written once the stream has sent what it holds (TLS records
+                // it did not get onto the socket yet).
+                match Pin::new(&mut *io).poll_flush(cx) {
+                    Poll::Pending => {}
+                    done => return done,
                 }
+            } else {
+                return Poll::Ready(Ok(()));
             }
+            if out.write_timeout.is_zero() {
+                return Poll::Pending;
+            }
+            let since = *progress.get_or_insert_with(Instant::now);
+            if out
+                .timer
+                .poll_until(since + out.write_timeout, cx)
+                .is_ready()
+            {
+                out.stats.closed(CloseReason::WriteTimeout);
+                return Poll::Ready(Err(io::ErrorKind::TimedOut.into()));
+            }
+            return Poll::Pending;
         }
-        Poll::Ready(Ok(()))
     })
     .await
 }

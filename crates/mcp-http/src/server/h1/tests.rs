@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::io::AsyncReadExt as _;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 
 use mcp_server::observe::{CloseReason, ConnectionStats};
 
