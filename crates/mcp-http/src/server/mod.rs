@@ -48,7 +48,10 @@ pub use body::McpBody;
 pub use legacy::LegacyMode;
 pub use metrics::MetricsService;
 pub use policy::{OriginPolicy, Refusal};
-pub use serve::{ServeError, serve, serve_metrics, serve_with_shutdown, shutdown_signal};
+pub use serve::{
+    IncomingBody, ServeError, serve, serve_metrics, serve_with_shutdown,
+    serve_wrapped_with_shutdown, shutdown_signal,
+};
 
 use body::Event;
 
