@@ -7,6 +7,7 @@
 //! Here: the flags, logging (one line per request on stderr, `RequestLog`), and the serve loop with
 //! the metrics, on the HTTP listener or on a listener of their own that stops with the server.
 
+mod auth;
 mod file;
 mod open;
 mod settings;
@@ -211,6 +212,9 @@ pub(crate) struct ServeArgs {
     /// a port only the monitoring network reaches; the same forms as --http.
     #[arg(long, value_name = "ADDR", value_parser = flags::listen_addr)]
     metrics_addr: Option<SocketAddr>,
+
+    #[command(flatten)]
+    auth: auth::AuthArgs,
 }
 
 fn http_config(settings: &Settings) -> HttpConfig {
@@ -352,6 +356,7 @@ fn from_file(error: &str) -> bool {
         "databases.",
         "roots[",
         "files.",
+        "auth.",
     ]
     .iter()
     .any(|section| error.starts_with(section))
@@ -422,7 +427,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         drop(served);
         return result;
     }
-    if !settings.bind.ip().is_loopback() {
+    // With authorization in front, a public address is what the server is for.
+    if !settings.bind.ip().is_loopback() && settings.auth.is_none() {
         tracing::warn!(
             "serving on {}, which is not a loopback address: anyone who can reach it can use the \
              tools; put authentication in front",
@@ -433,6 +439,23 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     // Which hosts and origins get in, since a request under any other name is refused (403).
     tracing::info!("accepting {}", config.policy);
     tracing::info!("{}", eras_line(&settings, false));
+    // The authorization server is asked for its metadata and keys before the port opens, so a
+    // misconfigured issuer stops the start instead of refusing every request.
+    let auth = match &settings.auth {
+        Some(a) => {
+            let auth = mcp_auth::Authenticator::new(a.config.clone())
+                .await
+                .map_err(|e| in_file(format!("auth.issuer: {}", error_chain(&e))))?;
+            tracing::info!(
+                "requiring bearer tokens of {} for {}; metadata at {}",
+                a.config.issuer,
+                a.config.resource,
+                auth.resource_metadata_url()
+            );
+            Some(std::sync::Arc::new(auth))
+        }
+        None => None,
+    };
     let listener = TcpListener::bind(settings.bind)
         .await
         .with_context(|| format!("binding {}", settings.bind))?;
@@ -449,9 +472,20 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mcp_signal = signal.clone();
     let serving = async {
         let service = McpService::new(server, config);
-        let result = mcp_http::server::serve_with_shutdown(listener, service, mcp_signal)
-            .await
-            .context("serving HTTP");
+        let result = match auth {
+            Some(auth) => {
+                let layer = mcp_auth::AuthLayer::new(auth);
+                mcp_http::server::serve_wrapped_with_shutdown(
+                    listener,
+                    service,
+                    |s| tower_layer::Layer::layer(&layer, s),
+                    mcp_signal,
+                )
+                .await
+            }
+            None => mcp_http::server::serve_with_shutdown(listener, service, mcp_signal).await,
+        }
+        .context("serving HTTP");
         drop(stop_metrics);
         result
     };
@@ -464,6 +498,18 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let (result, ()) = tokio::join!(serving, serve_metrics(metrics, stopped));
     drop(served);
     result
+}
+
+/// An error and its sources on one line.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(s) = next {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        next = s.source();
+    }
+    out
 }
 
 /// Says where the metrics' own listener is (tests read this line), with a warning off loopback.
