@@ -241,7 +241,7 @@ async fn an_unknown_kid_refetches_the_jwks_at_most_once_per_interval() {
     let jwks = Jwks::start(vec![k1.jwk()]).await;
     let (listener, url) = listener().await;
     let mut config = config(&url, &jwks);
-    let interval = Duration::from_secs(3);
+    let interval = Duration::from_secs(4);
     config.jwks_refetch_interval = interval;
     let server = protect(listener, config).await;
     assert_eq!(jwks.hits(), 1, "fetched once at start-up");

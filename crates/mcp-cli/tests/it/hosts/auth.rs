@@ -179,6 +179,12 @@ fn mcp_serve_with_auth_answers_401_without_a_token_and_serves_with_one() {
         .collect();
     assert!(tools.contains(&"list_tables".to_owned()), "{tools:?}");
 
+    // The mcp client verbs, as the README's walk-through runs them.
+    let header = format!("Authorization: Bearer {token}");
+    let run = serve.run(&["tools", "--header", &header], "");
+    run.expect_code(0);
+    assert!(run.stdout.contains("list_tables"), "{}", run.stdout);
+
     // Off loopback with authorization in front: no warning about an open server; the token never
     // reaches the log.
     let log = serve.log();
