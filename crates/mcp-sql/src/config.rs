@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mcp_server::Scopes;
 pub use crate::postgres::SslMode;
+use mcp_server::Scopes;
 
 /// Per-call limits, applied to every tool call on a database.
 ///

@@ -38,6 +38,8 @@ pub(crate) struct FileConfig {
     pub files: FilesSection,
     #[serde(default)]
     pub observability: ObservabilitySection,
+    #[serde(default)]
+    pub auth: super::auth::AuthSection,
 }
 
 /// `[server]`: identity, instructions, the `requestState` key.

@@ -7,6 +7,7 @@
 //! Here: the flags, logging (one line per request on stderr, `RequestLog`), and the serve loop with
 //! the metrics, on the HTTP listener or on a listener of their own that stops with the server.
 
+mod auth;
 mod file;
 mod open;
 mod settings;
@@ -223,6 +224,9 @@ pub(crate) struct ServeArgs {
     /// a port only the monitoring network reaches; the same forms as --http.
     #[arg(long, value_name = "ADDR", value_parser = flags::listen_addr)]
     metrics_addr: Option<SocketAddr>,
+
+    #[command(flatten)]
+    auth: auth::AuthArgs,
 }
 
 fn http_config(settings: &Settings) -> HttpConfig {
@@ -364,6 +368,7 @@ fn from_file(error: &str) -> bool {
         "databases.",
         "roots[",
         "files.",
+        "auth.",
     ]
     .iter()
     .any(|section| error.starts_with(section))
@@ -434,7 +439,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         drop(served);
         return result;
     }
-    if !settings.bind.ip().is_loopback() {
+    // With authorization in front, a public address is what the server is for.
+    if !settings.bind.ip().is_loopback() && settings.auth.is_none() {
         tracing::warn!(
             "serving on {}, which is not a loopback address: anyone who can reach it can use the \
              tools; put authentication in front",
@@ -458,6 +464,23 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     // SIGHUP is listened for before the address is announced, so that a reload asked for from
     // then on is not taken for the signal's default action, which ends the process.
     let hangups = tls.as_ref().map(|_| Hangups::listen());
+    // The authorization server is asked for its metadata and keys before the port opens, so a
+    // misconfigured issuer stops the start instead of refusing every request.
+    let auth = match &settings.auth {
+        Some(a) => {
+            let auth = mcp_auth::Authenticator::new(a.config.clone())
+                .await
+                .map_err(|e| in_file(format!("auth.issuer: {}", error_chain(&e))))?;
+            tracing::info!(
+                "requiring bearer tokens of {} for {}; metadata at {}",
+                a.config.issuer,
+                a.config.resource,
+                auth.resource_metadata_url()
+            );
+            Some(std::sync::Arc::new(auth))
+        }
+        None => None,
+    };
     let listener = TcpListener::bind(settings.bind)
         .await
         .with_context(|| format!("binding {}", settings.bind))?;
@@ -475,17 +498,45 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mcp_signal = signal.clone();
     let serving = async {
         let service = McpService::new(server, config);
-        let result = match tls {
-            Some(tls) => {
+        let result = match (tls, auth) {
+            (Some(tls), auth) => {
                 let hangups = hangups.unwrap_or_else(Hangups::listen);
                 let reloading = tokio::spawn(reload_on_hangup(tls.clone(), hangups));
-                let served =
-                    mcp_http::server::serve_tls_with_shutdown(listener, service, tls, mcp_signal)
-                        .await;
+                let served = match auth {
+                    Some(auth) => {
+                        let layer = mcp_auth::AuthLayer::new(auth);
+                        mcp_http::server::serve_tls_wrapped_with_shutdown(
+                            listener,
+                            service,
+                            |s| tower_layer::Layer::layer(&layer, s),
+                            tls,
+                            mcp_signal,
+                        )
+                        .await
+                    }
+                    None => {
+                        mcp_http::server::serve_tls_with_shutdown(
+                            listener, service, tls, mcp_signal,
+                        )
+                        .await
+                    }
+                };
                 reloading.abort();
                 served
             }
-            None => mcp_http::server::serve_with_shutdown(listener, service, mcp_signal).await,
+            (None, Some(auth)) => {
+                let layer = mcp_auth::AuthLayer::new(auth);
+                mcp_http::server::serve_wrapped_with_shutdown(
+                    listener,
+                    service,
+                    |s| tower_layer::Layer::layer(&layer, s),
+                    mcp_signal,
+                )
+                .await
+            }
+            (None, None) => {
+                mcp_http::server::serve_with_shutdown(listener, service, mcp_signal).await
+            }
         }
         .context("serving HTTP");
         drop(stop_metrics);
@@ -547,6 +598,18 @@ async fn reload_on_hangup(tls: ServerTls, mut hangups: Hangups) {
             Err(e) => tracing::error!("SIGHUP: {e}; still serving the previous certificate"),
         }
     }
+}
+
+/// An error and its sources on one line.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(s) = next {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        next = s.source();
+    }
+    out
 }
 
 /// Says where the metrics' own listener is (tests read this line), with a warning off loopback.

@@ -53,6 +53,14 @@ enum Source {
     Session(super::legacy::StreamGuard),
 }
 
+/// A whole body, for the responses of services in front of [`McpService`](super::McpService)
+/// (an auth layer's challenges, say).
+impl From<Bytes> for McpBody {
+    fn from(bytes: Bytes) -> Self {
+        McpBody::full(bytes)
+    }
+}
+
 impl std::fmt::Debug for McpBody {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.kind {

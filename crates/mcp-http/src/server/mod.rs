@@ -53,9 +53,12 @@ pub use legacy::LegacyMode;
 pub use metrics::MetricsService;
 pub use policy::{OriginPolicy, Refusal};
 pub use scope::insufficient_scope_challenge;
-pub use serve::{ServeError, serve, serve_metrics, serve_with_shutdown, shutdown_signal};
+pub use serve::{
+    IncomingBody, ServeError, serve, serve_metrics, serve_with_shutdown,
+    serve_wrapped_with_shutdown, shutdown_signal,
+};
 #[cfg(feature = "tls")]
-pub use serve::{serve_tls, serve_tls_with_shutdown};
+pub use serve::{serve_tls, serve_tls_with_shutdown, serve_tls_wrapped_with_shutdown};
 #[cfg(feature = "tls")]
 pub use tls::{ServerTls, TlsError};
 

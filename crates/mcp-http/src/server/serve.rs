@@ -89,11 +89,15 @@ pub async fn serve_tls_with_shutdown(
     tls: super::ServerTls,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
-    let tls = Some(TlsSide {
+    serve_mcp(listener, service, Some(tls_side(&tls)), shutdown).await
+}
+
+#[cfg(feature = "tls")]
+fn tls_side(tls: &super::ServerTls) -> TlsSide {
+    TlsSide {
         acceptor: tls.acceptor(),
         timeout: tls.timeout(),
-    });
-    serve_mcp(listener, service, tls, shutdown).await
+    }
 }
 
 async fn serve_mcp(
@@ -102,6 +106,122 @@ async fn serve_mcp(
     tls: Option<TlsSide>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
+    let (limits, stats, server) = listener_setup(&service);
+    let handler = move |req: Request<RequestBody>| {
+        let svc = service.clone();
+        async move { svc.handle(req).await }
+    };
+    // Listen streams end with their final result, which lets their connections close.
+    accept_loop(
+        listener,
+        handler,
+        shutdown,
+        move || server.shutdown(),
+        limits,
+        stats,
+        tls,
+    )
+    .await
+}
+
+/// Serves `service` behind the service `wrap` makes of it (an auth layer, say) on `listener` until
+/// `shutdown` resolves, exactly as [`serve_with_shutdown`] does otherwise.
+///
+/// Requests reach the front service with an [`IncomingBody`]; whatever it passes on reaches
+/// `service`. The listener's limits and timeouts are those of `service`'s configuration.
+pub async fn serve_wrapped_with_shutdown<S>(
+    listener: TcpListener,
+    service: McpService,
+    wrap: impl FnOnce(McpService) -> S,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServeError>
+where
+    S: tower_service::Service<
+            Request<IncomingBody>,
+            Response = Response<McpBody>,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+{
+    serve_front(listener, service, wrap, None, shutdown).await
+}
+
+/// Serves `service` behind the service `wrap` makes of it over HTTPS, as
+/// [`serve_wrapped_with_shutdown`] does over cleartext and [`serve_tls_with_shutdown`] does
+/// without a front service.
+#[cfg(feature = "tls")]
+pub async fn serve_tls_wrapped_with_shutdown<S>(
+    listener: TcpListener,
+    service: McpService,
+    wrap: impl FnOnce(McpService) -> S,
+    tls: super::ServerTls,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServeError>
+where
+    S: tower_service::Service<
+            Request<IncomingBody>,
+            Response = Response<McpBody>,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+{
+    serve_front(listener, service, wrap, Some(tls_side(&tls)), shutdown).await
+}
+
+async fn serve_front<S>(
+    listener: TcpListener,
+    service: McpService,
+    wrap: impl FnOnce(McpService) -> S,
+    tls: Option<TlsSide>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServeError>
+where
+    S: tower_service::Service<
+            Request<IncomingBody>,
+            Response = Response<McpBody>,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+{
+    let (limits, stats, server) = listener_setup(&service);
+    let front = wrap(service);
+    let handler = move |req: Request<RequestBody>| {
+        let mut svc = front.clone();
+        async move {
+            let ready = std::future::poll_fn(|cx| svc.poll_ready(cx)).await;
+            let result = match ready {
+                Ok(()) => svc.call(req.map(IncomingBody)).await,
+                Err(never) => Err(never),
+            };
+            match result {
+                Ok(response) => response,
+                Err(never) => match never {},
+            }
+        }
+    };
+    accept_loop(
+        listener,
+        handler,
+        shutdown,
+        move || server.shutdown(),
+        limits,
+        stats,
+        tls,
+    )
+    .await
+}
+
+/// The limits of the MCP listener, its connection counters and the server it serves.
+fn listener_setup(service: &McpService) -> (Limits, Arc<ConnectionStats>, mcp_server::Server) {
     let config = service.config();
     let limits = Limits {
         drain: config.drain,
@@ -118,21 +238,38 @@ async fn serve_mcp(
         .metrics()
         .map(mcp_server::Metrics::connections)
         .unwrap_or_default();
-    let handler = move |req: Request<RequestBody>| {
-        let svc = service.clone();
-        async move { svc.handle(req).await }
-    };
-    // Listen streams end with their final result, which lets their connections close.
-    accept_loop(
-        listener,
-        handler,
-        shutdown,
-        move || server.shutdown(),
-        limits,
-        stats,
-        tls,
-    )
-    .await
+    (limits, stats, server)
+}
+
+/// The body of a request as the accept loop hands it to a service in front of [`McpService`]
+/// (see [`serve_wrapped_with_shutdown`]): streamed from hyper for h2c, read whole (within the
+/// body limit) for HTTP/1.1.
+pub struct IncomingBody(RequestBody);
+
+impl std::fmt::Debug for IncomingBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("IncomingBody")
+    }
+}
+
+impl http_body::Body for IncomingBody {
+    type Data = bytes::Bytes;
+    type Error = super::BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<bytes::Bytes>, Self::Error>>> {
+        Pin::new(&mut self.get_mut().0).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.0.size_hint()
+    }
 }
 
 /// Serves metrics alone on `listener` until `shutdown` resolves: the separate metrics address.

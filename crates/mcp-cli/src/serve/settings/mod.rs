@@ -86,6 +86,8 @@ pub(crate) struct Settings {
     pub log_arguments: Option<&'static str>,
     /// `GET /metrics`, when on.
     pub metrics: Option<MetricsSettings>,
+    /// OAuth authorization of the HTTP endpoint, when an issuer is configured.
+    pub auth: Option<super::auth::AuthSettings>,
     /// Settings that were given but do not apply, to say so once logging is set up.
     pub notes: Vec<String>,
 }
@@ -531,6 +533,14 @@ pub(crate) fn resolve(
         );
     }
 
+    let auth = super::auth::resolve(&args.auth, &file.auth, env, &in_file)?;
+    if args.stdio && auth.is_some() {
+        notes.push(
+            "auth: authorization applies to HTTP; --stdio serves the local host that started it \
+             without tokens"
+                .to_owned(),
+        );
+    }
     Ok(Settings {
         stdio: args.stdio,
         bind,
@@ -561,6 +571,7 @@ pub(crate) fn resolve(
         log_format,
         log_arguments,
         metrics,
+        auth,
         notes,
     })
 }

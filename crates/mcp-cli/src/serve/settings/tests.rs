@@ -858,3 +858,88 @@ fn postgres_tls_keys_are_checked_and_only_for_postgres() {
         "databases.a.ssl_root_cert: only for PostgreSQL databases"
     );
 }
+
+#[test]
+fn auth_comes_from_the_file_and_the_flags() {
+    assert!(resolve_with(&[], None).unwrap().auth.is_none());
+    let toml = "[auth]\nissuer = \"https://as.example\"\nresource = \"https://mcp.example/mcp\"\n\
+                required_scopes = [\"mcp:tools\"]\nclaims = [\"email\"]\nleeway = \"5s\"\n";
+    let auth = resolve_with(&["--auth-required-scope", "mcp:admin"], Some(toml))
+        .unwrap()
+        .auth
+        .unwrap()
+        .config;
+    assert_eq!(auth.issuer, "https://as.example");
+    assert_eq!(auth.resource, "https://mcp.example/mcp");
+    assert_eq!(auth.required_scopes, ["mcp:tools", "mcp:admin"]);
+    assert_eq!(auth.claims, ["email"]);
+    assert_eq!(auth.leeway, Duration::from_secs(5));
+    assert!(auth.introspection.is_none());
+
+    // The flags alone, with the introspection secret from the environment.
+    let env = |name: &str| match name {
+        "MCP_AUTH_CLIENT_SECRET" => Some(OsString::from("s3cret")),
+        other => env(other),
+    };
+    let argv = [
+        "--auth-issuer",
+        "http://127.0.0.1:9000",
+        "--auth-resource",
+        "http://127.0.0.1:8080/mcp",
+        "--auth-client-id",
+        "rs",
+    ];
+    let auth = resolve(&args(&argv), None, &env)
+        .unwrap()
+        .auth
+        .unwrap()
+        .config;
+    let introspection = auth.introspection.unwrap();
+    assert_eq!(introspection.client_id, "rs");
+    assert_eq!(introspection.client_secret, "s3cret");
+    assert!(!format!("{introspection:?}").contains("s3cret"));
+}
+
+#[test]
+fn auth_refuses_incomplete_or_malformed_settings() {
+    let err = |argv: &[&str], toml: Option<&str>| resolve_with(argv, toml).unwrap_err();
+    assert!(
+        err(&["--auth-issuer", "https://as.example"], None).starts_with("auth.resource: "),
+        "a resource is required"
+    );
+    assert!(
+        err(&["--auth-resource", "https://mcp.example/mcp"], None).starts_with("auth.issuer: ")
+    );
+    assert!(
+        err(
+            &[],
+            Some("[auth]\nissuer = \"as.example\"\nresource = \"https://m/mcp\"\n")
+        )
+        .starts_with("auth.issuer: ")
+    );
+    assert!(
+        err(
+            &[],
+            Some("[auth]\nissuer = \"https://as\"\nresource = \"https://m/mcp\"\nrequired_scopes = [\"a b\"]\n")
+        )
+        .starts_with("auth.required_scopes[0]: ")
+    );
+    // Introspection without a secret anywhere.
+    assert!(
+        err(
+            &[
+                "--auth-issuer",
+                "https://as",
+                "--auth-resource",
+                "https://m/mcp",
+                "--auth-client-id",
+                "rs"
+            ],
+            None
+        )
+        .starts_with("--auth-client-id: introspection needs the client's secret")
+    );
+    // There is no flag for the secret itself.
+    let cli = Cli::try_parse_from(["serve", "--auth-client-secret", "x"]);
+    assert!(cli.is_err());
+}

@@ -14,6 +14,7 @@
 //! The peers come from `scripts/peers-install` (npm and PyPI, pinned in `peers/`); without them
 //! these tests fail and say so.
 
+mod auth;
 mod inspector;
 mod modern;
 mod python;
