@@ -9,7 +9,7 @@
 // (to be introspected). Token introspection (RFC 7662) and revocation (RFC 7009) are on.
 //
 // Clients (client_secret_basic):
-//   mcp-client / mcp-client-secret   client_credentials, scopes mcp:tools mcp:admin mcp:read
+//   mcp-client / mcp-client-secret   client_credentials, scopes mcp:tools mcp:admin mcp:read sample:read
 //   mcp-rs     / mcp-rs-secret       the resource server itself, for introspection
 //
 // Keys: FILE holds private RSA JWKs {"keys": [...]}; missing kids among --sign and "a" are
@@ -64,7 +64,8 @@ await new Promise((resolve) => server.listen(opt.port, '127.0.0.1', resolve));
 const port = server.address().port;
 const issuer = `http://127.0.0.1:${port}`;
 
-const scopes = 'mcp:tools mcp:admin mcp:read';
+// sample:read is what `mcp serve` asks for its sample database's tools by default.
+const scopes = 'mcp:tools mcp:admin mcp:read sample:read';
 const provider = new Provider(issuer, {
   clients: [
     {

@@ -533,7 +533,30 @@ pub(crate) fn resolve(
         );
     }
 
-    let auth = super::auth::resolve(&args.auth, &file.auth, env, &in_file)?;
+    let mut auth = super::auth::resolve(&args.auth, &file.auth, env, &in_file)?;
+    // spec 2026-07-28 basic/authorization (RFC 9728): the metadata's `scopes_supported` is what a
+    // client asks for when a challenge names no scope. Unless it is set, it lists every scope
+    // this server checks: the required ones, each database's read and write scopes, the roots'.
+    if let Some(auth) = &mut auth
+        && auth.config.scopes_supported.is_empty()
+    {
+        let mut scopes: Vec<String> = auth.config.required_scopes.clone();
+        let databases = sample
+            .iter()
+            .map(|s| &s.config)
+            .chain(databases.iter().map(|d| &d.config));
+        for config in databases {
+            for set in [&config.read_scopes, &config.write_scopes] {
+                scopes.extend(set.alternatives().flatten().cloned());
+            }
+        }
+        for root in &roots {
+            scopes.extend(root.config.scopes.alternatives().flatten().cloned());
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        scopes.retain(|s| s != "offline_access" && seen.insert(s.clone()));
+        auth.config.scopes_supported = scopes;
+    }
     if args.stdio && auth.is_some() {
         notes.push(
             "auth: authorization applies to HTTP; --stdio serves the local host that started it \

@@ -943,3 +943,24 @@ fn auth_refuses_incomplete_or_malformed_settings() {
     let cli = Cli::try_parse_from(["serve", "--auth-client-secret", "x"]);
     assert!(cli.is_err());
 }
+
+#[test]
+fn the_metadata_lists_every_scope_served_unless_set() {
+    let toml = "[auth]\nissuer = \"https://as.example\"\nresource = \"https://mcp.example/mcp\"\n\
+                required_scopes = [\"mcp:tools\"]\n";
+    let auth = resolve_with(
+        &["--db", "pg=postgres://r@127.0.0.1/test", "--root", "/srv"],
+        Some(toml),
+    )
+    .unwrap()
+    .auth
+    .unwrap()
+    .config;
+    assert_eq!(
+        auth.scopes_supported,
+        ["mcp:tools", "pg:read", "pg:write", "files:read"]
+    );
+    let set = format!("{toml}scopes_supported = [\"only\"]\n");
+    let auth = resolve_with(&[], Some(&set)).unwrap().auth.unwrap().config;
+    assert_eq!(auth.scopes_supported, ["only"]);
+}

@@ -110,7 +110,7 @@ fn serve_with_auth(data: &TempDir, issuer: &str, port: u16) -> (Serve, String) {
     std::fs::write(
         &config,
         format!(
-            "[http]\nbind = \"0.0.0.0:{port}\"\n\n[auth]\nissuer = \"{issuer}\"\nresource = \"{resource}\"\nscopes_supported = [\"mcp:tools\"]\nclaims = [\"client_id\"]\n"
+            "[http]\nbind = \"0.0.0.0:{port}\"\n\n[auth]\nissuer = \"{issuer}\"\nresource = \"{resource}\"\nscopes_supported = [\"mcp:tools\", \"sample:read\"]\nclaims = [\"client_id\"]\n"
         ),
     )
     .unwrap();
@@ -143,7 +143,7 @@ fn mcp_serve_with_auth_answers_401_without_a_token_and_serves_with_one() {
         reply.header("www-authenticate"),
         Some(
             format!(
-                "Bearer resource_metadata=\"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp\", scope=\"mcp:tools\""
+                "Bearer resource_metadata=\"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp\", scope=\"mcp:tools sample:read\""
             )
             .as_str()
         )
@@ -160,12 +160,43 @@ fn mcp_serve_with_auth_answers_401_without_a_token_and_serves_with_one() {
         json!({
             "resource": resource,
             "authorization_servers": [oidc.issuer],
-            "scopes_supported": ["mcp:tools"],
+            "scopes_supported": ["mcp:tools", "sample:read"],
             "bearer_methods_supported": ["header"],
         })
     );
 
-    let token = oidc.token(&resource, "mcp:tools");
+    // A token without the sample's read scope sees none of its tools, and a call gets the step-up
+    // challenge naming the scope (with the metadata URL the auth layer adds).
+    let narrow = format!("Bearer {}", oidc.token(&resource, "mcp:tools"));
+    let mut headers = rpc_headers("tools/list", None);
+    headers.push(("Authorization", &narrow));
+    let reply = http(&url, "POST", &headers, &body);
+    assert_eq!(reply.status, 200, "{}\n{}", reply.head, reply.body);
+    assert_eq!(
+        rpc_message(&reply)["result"]["tools"],
+        json!([]),
+        "{}",
+        reply.body
+    );
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "list_tables", "arguments": {}, "_meta": meta}})
+    .to_string();
+    let mut headers = rpc_headers("tools/call", Some("list_tables"));
+    headers.push(("Authorization", &narrow));
+    let reply = http(&url, "POST", &headers, &call);
+    assert_eq!(reply.status, 403, "{}\n{}", reply.head, reply.body);
+    let challenge = reply
+        .header("www-authenticate")
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        challenge.starts_with(
+            "Bearer error=\"insufficient_scope\", scope=\"sample:read\", resource_metadata=\""
+        ) && challenge.contains("/.well-known/oauth-protected-resource/mcp"),
+        "{challenge}"
+    );
+
+    let token = oidc.token(&resource, "mcp:tools sample:read");
     let bearer = format!("Bearer {token}");
     let mut headers = rpc_headers("tools/list", None);
     headers.push(("Authorization", &bearer));
@@ -201,7 +232,7 @@ fn official_clients_reach_mcp_serve_through_the_auth_layer() {
     let oidc = Oidc::start(&peers, &resource);
     let data = TempDir::new();
     let (_serve, _) = serve_with_auth(&data, &oidc.issuer, port);
-    let token = oidc.token(&resource, "mcp:tools");
+    let token = oidc.token(&resource, "mcp:tools sample:read");
 
     let check = |summary: &Value| {
         assert_eq!(summary["steps"]["connect"], true, "{summary}");
@@ -236,7 +267,7 @@ fn official_clients_reach_mcp_serve_through_the_auth_layer() {
         "mcp-client",
         "mcp-client-secret",
         &oidc.issuer,
-        "mcp:tools",
+        "mcp:tools sample:read",
     ]);
     let flow = summary(run_peer(ts, |_| {}));
     check(&flow);
