@@ -326,9 +326,9 @@ impl McpService {
             Incoming::Rejected(reply) => return answer(probe, reply),
             // spec 2026-07-28 streamable-http: an accepted notification gets 202 with no body.
             Incoming::Notification(n) => {
-                return self.notification(probe, &parts.headers, &n.method, n.params);
+                return self.notification(probe, &parts, &n.method, n.params);
             }
-            Incoming::Response(r) => return self.response(probe, &parts.headers, &r),
+            Incoming::Response(r) => return self.response(probe, &parts, &r),
         };
 
         if let Err(e) = check_standard_headers(

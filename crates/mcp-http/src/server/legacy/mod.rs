@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use http::header::{ACCEPT, CONTENT_TYPE, HeaderName};
-use http::{HeaderMap, HeaderValue, Response, StatusCode};
+use http::{HeaderValue, Response, StatusCode};
 use mcp_server::observe::RequestEra;
 use mcp_server::{
     LEGACY_VERSIONS, LegacySession, NotificationSink, Outcome, Prepared, Principal, Reply,
@@ -62,6 +62,8 @@ pub(crate) struct Sessions {
 
 struct Entry {
     session: LegacySession,
+    /// The principal that opened it ([`Principal::id`]; empty when anonymous): only it may use it.
+    owner: String,
     last_used: Instant,
     /// Open GET streams: a session with one is never idle.
     streams: Arc<OpenStreams>,
@@ -108,7 +110,7 @@ impl Sessions {
         }
     }
 
-    fn insert(&self, session: LegacySession, max: usize, idle: Duration) -> bool {
+    fn insert(&self, session: LegacySession, owner: String, max: usize, idle: Duration) -> bool {
         let now = Instant::now();
         self.sweep(idle, now);
         let mut map = self.map.lock().expect("sessions lock");
@@ -119,6 +121,7 @@ impl Sessions {
             session.id().to_owned(),
             Entry {
                 session,
+                owner,
                 last_used: now,
                 streams: Arc::new(OpenStreams::default()),
             },
@@ -128,9 +131,10 @@ impl Sessions {
 
     fn find(
         &self,
-        headers: &HeaderMap,
+        parts: &http::request::Parts,
         idle: Duration,
     ) -> Result<(LegacySession, Arc<OpenStreams>), Lookup> {
+        let headers = &parts.headers;
         let mut values = headers.get_all(MCP_SESSION_ID).iter();
         let (Some(value), None) = (values.next(), values.next()) else {
             return Err(if headers.contains_key(MCP_SESSION_ID) {
@@ -149,6 +153,11 @@ impl Sessions {
         self.sweep(idle, now);
         let mut map = self.map.lock().expect("sessions lock");
         let entry = map.get_mut(id).ok_or(Lookup::Unknown)?;
+        // A session belongs to the caller that opened it: behind an auth layer, another token's
+        // holder who learnt its id is told it does not exist, as for any id it could guess.
+        if entry.owner != owner_of(parts) {
+            return Err(Lookup::Unknown);
+        }
         entry.last_used = now;
         Ok((entry.session.clone(), entry.streams.clone()))
     }
@@ -256,7 +265,8 @@ impl McpService {
     /// `initialize`, and 400 for a malformed id. A message without the header belongs to no
     /// session, and so does one from a modern client (its `MCP-Protocol-Version` names a modern
     /// revision), which sessions do not concern.
-    fn session_of(&self, headers: &HeaderMap) -> Result<Option<LegacySession>, Lookup> {
+    fn session_of(&self, parts: &http::request::Parts) -> Result<Option<LegacySession>, Lookup> {
+        let headers = &parts.headers;
         let server = &self.inner.server;
         let modern = headers
             .get(MCP_PROTOCOL_VERSION)
@@ -268,7 +278,7 @@ impl McpService {
         match self
             .inner
             .sessions
-            .find(headers, self.inner.config.session_idle)
+            .find(parts, self.inner.config.session_idle)
         {
             Ok((session, _)) => Ok(Some(session)),
             Err(Lookup::Missing) => Ok(None),
@@ -293,11 +303,7 @@ impl McpService {
         {
             return None;
         }
-        let (session, streams) = match self
-            .inner
-            .sessions
-            .find(&parts.headers, config.session_idle)
-        {
+        let (session, streams) = match self.inner.sessions.find(parts, config.session_idle) {
             Ok(found) => found,
             Err(why) => return Some(lookup_error(probe, why)),
         };
@@ -340,11 +346,11 @@ impl McpService {
     pub(super) fn notification(
         &self,
         probe: &mut RequestProbe,
-        headers: &HeaderMap,
+        parts: &http::request::Parts,
         method: &str,
         params: Option<&mcp_jsonrpc::RawValue>,
     ) -> Response<McpBody> {
-        match self.session_of(headers) {
+        match self.session_of(parts) {
             Err(why) => return lookup_error(probe, why),
             Ok(Some(session)) => session.notification(method, params),
             Ok(None) => {}
@@ -358,10 +364,10 @@ impl McpService {
     pub(super) fn response(
         &self,
         probe: &mut RequestProbe,
-        headers: &HeaderMap,
+        parts: &http::request::Parts,
         response: &mcp_jsonrpc::Response<'_>,
     ) -> Response<McpBody> {
-        let session = match self.session_of(headers) {
+        let session = match self.session_of(parts) {
             Ok(session) => session,
             Err(why) => return lookup_error(probe, why),
         };
@@ -407,6 +413,7 @@ impl McpService {
                     if config.legacy == LegacyMode::Sessions {
                         if !self.inner.sessions.insert(
                             session.clone(),
+                            owner_of(&parts),
                             config.max_sessions,
                             config.session_idle,
                         ) {
@@ -456,11 +463,7 @@ impl McpService {
         }
         let session = match config.legacy {
             LegacyMode::Sessions => {
-                match self
-                    .inner
-                    .sessions
-                    .find(&parts.headers, config.session_idle)
-                {
+                match self.inner.sessions.find(&parts, config.session_idle) {
                     Ok((session, _)) => session,
                     // Neither the modern envelope nor a session: the modern refusal of a request
                     // without `_meta` (400, -32602, with the id), which also tells a
@@ -574,4 +577,14 @@ impl McpService {
             }
         }
     }
+}
+
+/// Who a request comes from, as sessions record it: the principal an auth layer in front put in
+/// its extensions, or the empty id of the anonymous caller.
+fn owner_of(parts: &http::request::Parts) -> String {
+    parts
+        .extensions
+        .get::<Principal>()
+        .map(Principal::id)
+        .unwrap_or_default()
 }

@@ -35,7 +35,12 @@ async fn principal_from_header(mut request: Request, next: Next) -> axum::respon
             .split_whitespace()
             .map(str::to_owned)
             .collect();
-        let principal = Principal::builder("tester").scopes(scopes).build();
+        let subject = request
+            .headers()
+            .get("x-test-subject")
+            .map_or("tester", |v| v.to_str().unwrap())
+            .to_owned();
+        let principal = Principal::builder(subject).scopes(scopes).build();
         request.extensions_mut().insert(principal);
     }
     let mut response = next.run(request).await;
@@ -560,4 +565,52 @@ async fn the_handshake_era_filters_and_refuses_the_same_way() {
         "prompts:secret",
         "the prompt secret needs the scope prompts:secret",
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handshake_era_session_serves_only_the_caller_that_opened_it() {
+    let srv = start(test_config()).await;
+    let mut client = Client::h1(srv.addr).await;
+    let alice = |post: Post| post.header("x-test-subject", "alice");
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": LEGACY, "capabilities": {},
+        "clientInfo": {"name": "old-host", "version": "1"}}});
+    let reply = client.send_any(&alice(legacy(init, None, Some(ALL)))).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let session = reply.headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+
+    // Another token's holder who learnt the id, and an anonymous caller, are told it does not
+    // exist: a request, a notification, and the GET stream.
+    for who in [Some("bob"), None] {
+        let as_who = |post: Post| match who {
+            Some(name) => post.header("x-test-subject", name),
+            None => post,
+        };
+        let scopes = who.map(|_| ALL);
+        let reply = client
+            .send_any(&as_who(legacy(list.clone(), Some(&session), scopes)))
+            .await;
+        assert_eq!(reply.status, StatusCode::NOT_FOUND, "{who:?}");
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let reply = client
+            .send_any(&as_who(legacy(note, Some(&session), scopes)))
+            .await;
+        assert_eq!(reply.status, StatusCode::NOT_FOUND, "{who:?}");
+        let get = Post::bare("")
+            .method(http::Method::GET)
+            .without("content-type")
+            .header("Accept", "text/event-stream")
+            .header("Mcp-Session-Id", &session)
+            .header("MCP-Protocol-Version", LEGACY);
+        let get = as_who(as_caller(get, scopes));
+        let reply = client.send_any(&get).await;
+        assert_eq!(reply.status, StatusCode::NOT_FOUND, "{who:?}");
+    }
+    // The one who opened it goes on using it.
+    let reply = client
+        .send_any(&alice(legacy(list, Some(&session), Some(ALL))))
+        .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert!(reply.json()["result"]["tools"].is_array());
 }
