@@ -376,6 +376,18 @@ impl Server {
                 }
                 return match crate::methods::params::<Subscribe>(&req) {
                     Ok(p) => {
+                        // As for listen streams: updates are for callers who may read it.
+                        if req.method == "resources/subscribe"
+                            && let Some(found) = self.inner.registry.load().find_resource(&p.uri)
+                            && !found.scopes.allows(&io.principal)
+                        {
+                            let what = format!("the resource {}", p.uri);
+                            return Reply::Message(crate::scopes::refusal(
+                                &id,
+                                &what,
+                                &found.scopes,
+                            ));
+                        }
                         let mut subs = session.inner.subscriptions.lock().expect("subscriptions");
                         if req.method == "resources/subscribe" {
                             subs.insert(p.uri);

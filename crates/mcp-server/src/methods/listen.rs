@@ -18,6 +18,16 @@ impl Server {
             Ok(p) => p,
             Err(e) => return Reply::Message(error_reply(Some(&req.id), &e, false)),
         };
+        // Updates of a resource tell when it changes, which is for callers who may read it: a
+        // subscription to a scoped resource is refused as its read would be.
+        for uri in params.notifications.resource_subscriptions.iter().flatten() {
+            if let Some(found) = registry.find_resource(uri)
+                && !found.scopes.allows(&io.principal)
+            {
+                let what = format!("the resource {uri}");
+                return Reply::Message(crate::scopes::refusal(&req.id, &what, &found.scopes));
+            }
+        }
         // spec 2026-07-28 subscriptions: acknowledge the subset this server honours; a type whose
         // capability is not advertised is omitted, and `false` means "not subscribed".
         let asked = params.notifications;

@@ -614,3 +614,35 @@ async fn a_handshake_era_session_serves_only_the_caller_that_opened_it() {
     assert_eq!(reply.status, StatusCode::OK);
     assert!(reply.json()["result"]["tools"].is_array());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn updates_of_a_scoped_resource_are_refused_to_callers_who_may_not_read_it() {
+    let srv = start(test_config()).await;
+    let mut client = Client::h1(srv.addr).await;
+    let description = "the resource mem://secret needs the scope files:read";
+    // 2026-07-28: a listen stream asking for the resource's updates.
+    let listen = Post::call(
+        1,
+        "subscriptions/listen",
+        json!({"notifications": {"resourceSubscriptions": ["mem://secret"]}}),
+    );
+    let reply = client.send_any(&as_caller(listen, Some("db:read"))).await;
+    forbidden(&reply, json!(1), "files:read", description);
+
+    // The handshake era: resources/subscribe, refused to one session and granted to another.
+    let subscribe = |id: i64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "resources/subscribe",
+            "params": {"uri": "mem://secret"}})
+    };
+    let reader = open_session(&mut client, Some("db:read")).await;
+    let reply = client
+        .send_any(&legacy(subscribe(2), Some(&reader), Some("db:read")))
+        .await;
+    forbidden(&reply, json!(2), "files:read", description);
+    let allowed = open_session(&mut client, Some("files:read")).await;
+    let reply = client
+        .send_any(&legacy(subscribe(3), Some(&allowed), Some("files:read")))
+        .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.json()["result"], json!({}));
+}
