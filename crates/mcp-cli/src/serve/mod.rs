@@ -470,7 +470,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         Some(a) => {
             let auth = mcp_auth::Authenticator::new(a.config.clone())
                 .await
-                .map_err(|e| in_file(format!("auth.issuer: {}", error_chain(&e))))?;
+                .map_err(|e| in_file(format!("auth.issuer: {:#}", anyhow::Error::new(e))))?;
             tracing::info!(
                 "requiring bearer tokens of {} for {}; metadata at {}",
                 a.config.issuer,
@@ -598,18 +598,6 @@ async fn reload_on_hangup(tls: ServerTls, mut hangups: Hangups) {
             Err(e) => tracing::error!("SIGHUP: {e}; still serving the previous certificate"),
         }
     }
-}
-
-/// An error and its sources on one line.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut next = e.source();
-    while let Some(s) = next {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        next = s.source();
-    }
-    out
 }
 
 /// Says where the metrics' own listener is (tests read this line), with a warning off loopback.

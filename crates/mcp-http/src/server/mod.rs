@@ -54,7 +54,7 @@ pub use metrics::MetricsService;
 pub use policy::{OriginPolicy, Refusal};
 pub use scope::insufficient_scope_challenge;
 pub use serve::{
-    IncomingBody, ServeError, serve, serve_metrics, serve_with_shutdown,
+    FrontService, IncomingBody, ServeError, serve, serve_metrics, serve_with_shutdown,
     serve_wrapped_with_shutdown, shutdown_signal,
 };
 #[cfg(feature = "tls")]

@@ -136,14 +136,7 @@ pub async fn serve_wrapped_with_shutdown<S>(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError>
 where
-    S: tower_service::Service<
-            Request<IncomingBody>,
-            Response = Response<McpBody>,
-            Error = std::convert::Infallible,
-        > + Clone
-        + Send
-        + Sync
-        + 'static,
+    S: FrontService,
     S::Future: Send + 'static,
 {
     serve_front(listener, service, wrap, None, shutdown).await
@@ -161,6 +154,28 @@ pub async fn serve_tls_wrapped_with_shutdown<S>(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError>
 where
+    S: FrontService,
+    S::Future: Send + 'static,
+{
+    serve_front(listener, service, wrap, Some(tls_side(&tls)), shutdown).await
+}
+
+/// What [`serve_wrapped_with_shutdown`] can put in front of [`McpService`]: a service of
+/// [`IncomingBody`] requests answered with [`McpBody`] responses, never failing, that each
+/// connection can clone.
+pub trait FrontService:
+    tower_service::Service<
+        Request<IncomingBody>,
+        Response = Response<McpBody>,
+        Error = std::convert::Infallible,
+    > + Clone
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<S> FrontService for S where
     S: tower_service::Service<
             Request<IncomingBody>,
             Response = Response<McpBody>,
@@ -168,10 +183,8 @@ where
         > + Clone
         + Send
         + Sync
-        + 'static,
-    S::Future: Send + 'static,
+        + 'static
 {
-    serve_front(listener, service, wrap, Some(tls_side(&tls)), shutdown).await
 }
 
 async fn serve_front<S>(
@@ -182,14 +195,7 @@ async fn serve_front<S>(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError>
 where
-    S: tower_service::Service<
-            Request<IncomingBody>,
-            Response = Response<McpBody>,
-            Error = std::convert::Infallible,
-        > + Clone
-        + Send
-        + Sync
-        + 'static,
+    S: FrontService,
     S::Future: Send + 'static,
 {
     let (limits, stats, server) = listener_setup(&service);
