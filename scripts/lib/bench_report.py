@@ -22,6 +22,10 @@ def load(out_dir):
             # http-<server>-c<conns>-r<round>
             server = "-".join(parts[1:-2])
             setting = int(parts[-2][1:])
+        elif kind == "auth":
+            # auth-<server>-c<conns>-r<round>
+            server = "-".join(parts[1:-2])
+            setting = int(parts[-2][1:])
         elif kind == "legacy":
             # legacy-<mode>-<server>-c<conns>-r<round>
             kind = f"legacy-{parts[1]}"
@@ -171,6 +175,63 @@ def main():
             p99 = f"{fmt_ms(ours['p99'])} vs {fmt_ms(rmcp['p99'])} ms"
         lines.append(f"| {label} | {vs_rmcp} | {vs_ceiling} | {p99} |")
     lines.append("")
+    auth_rows = []
+    for setting in (1, 16, 64):
+        row = {}
+        for server in ("mcp-rs", "mcp-rs-auth", "rmcp", "rmcp-bearer"):
+            reports = runs.get(("auth", server, setting))
+            if reports:
+                row[server] = {
+                    "throughput": median(reports, "throughput"),
+                    "p99": median(reports, "p99"),
+                    "errors": errors(reports),
+                }
+        if row:
+            auth_rows.append((setting, row))
+    if auth_rows:
+        lines.append("## With a bearer token")
+        lines.append("")
+        lines.append(
+            "`tools/call` of the same `echo` tool with `Authorization: Bearer`. mcp-rs checks a real JWT "
+            "(RS256, issued by oidc-provider from `peers/` through the client-credentials grant with an RFC 8707 "
+            "resource indicator) with mcp-auth: signature against the authorization server's JWKS, issuer, "
+            "audience, expiry, scopes (`echo-server --auth-issuer URL --auth-resource URL`; the keys and "
+            "each validated token are cached, so this is the steady state of a client reusing its token). "
+            "rmcp ships no token validator; its authorization examples compare the header with a stored "
+            "token, so rmcp is measured behind an axum middleware that does just that: a floor for what "
+            "authorization costs there, far less work than a JWT check. Each pair is measured in the same "
+            "rounds, alternating."
+        )
+        lines.append("")
+        lines.append(
+            "| connections | mcp-rs req/s | mcp-rs + JWT req/s | with / without | rmcp req/s | "
+            "rmcp + fixed token req/s | with / without | mcp-rs + JWT / rmcp + token | p99 mcp-rs + JWT vs "
+            "rmcp + token | errors |"
+        )
+        lines.append("|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+
+        def ratio(a, b):
+            return f"{a['throughput'] / b['throughput']:.2f}x" if a and b else "n/a"
+
+        def tput(r):
+            return f"{r['throughput']:,.0f}" if r else "n/a"
+
+        for setting, row in auth_rows:
+            ours, ours_auth = row.get("mcp-rs"), row.get("mcp-rs-auth")
+            rmcp, rmcp_auth = row.get("rmcp"), row.get("rmcp-bearer")
+            p99 = (f"{fmt_ms(ours_auth['p99'])} vs {fmt_ms(rmcp_auth['p99'])} ms"
+                   if ours_auth and rmcp_auth else "n/a")
+            errs = sum(r["errors"] for r in row.values())
+            lines.append(
+                f"| {setting} | {tput(ours)} | {tput(ours_auth)} | {ratio(ours_auth, ours)} | {tput(rmcp)} | "
+                f"{tput(rmcp_auth)} | {ratio(rmcp_auth, rmcp)} | {ratio(ours_auth, rmcp_auth)} | {p99} | {errs} |"
+            )
+        lines.append("")
+        lines.append(
+            "The cost of the check itself, without HTTP: `cargo bench -p mcp-auth --bench validate` "
+            "(a token seen before, and a token's first sight with RS256 and ES256 signatures)."
+        )
+        lines.append("")
     legacy_rows = []
     for mode in ("sessions", "stateless"):
         for setting in (16, 64):

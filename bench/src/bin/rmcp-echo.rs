@@ -5,10 +5,15 @@
 //! 2026-07-28 traffic; handshake-era clients are served without sessions);
 //! `rmcp-echo --http-sessions ADDR` serves handshake-era clients with `Mcp-Session-Id` sessions
 //! (`legacy_session_mode: true`, its in-process session manager), still with JSON responses;
+//! `rmcp-echo --http-bearer ADDR TOKEN` serves as `--http` does behind an axum middleware that
+//! answers 401 unless the request carries `Authorization: Bearer TOKEN`, the check rmcp's own
+//! authorization examples make (rmcp ships no token validator; a fixed-string comparison is the
+//! cheapest check a server can make, so this is a floor for what authorization costs in rmcp);
 //! `rmcp-echo --stdio` serves stdio.
 
 use std::sync::Arc;
 
+use axum::response::IntoResponse as _;
 use axum::serve::ListenerExt as _;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -68,6 +73,41 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             });
             axum::serve(listener, router).await?;
         }
+        Some("--http-bearer") => {
+            let addr = args.get(2).ok_or("--http-bearer needs an address")?;
+            let token = args.get(3).ok_or("--http-bearer needs a token")?;
+            let expected: Arc<str> = format!("Bearer {token}").into();
+            let mut config = StreamableHttpServerConfig::default();
+            config.legacy_session_mode = false;
+            config.json_response = true;
+            let service = StreamableHttpService::new(
+                || Ok(Echo),
+                Arc::new(NeverSessionManager::default()),
+                config,
+            );
+            let router = axum::Router::new().nest_service("/mcp", service).layer(
+                axum::middleware::from_fn(
+                    move |request: axum::extract::Request, next: axum::middleware::Next| {
+                        let expected = expected.clone();
+                        async move {
+                            let authorized = request
+                                .headers()
+                                .get(axum::http::header::AUTHORIZATION)
+                                .is_some_and(|v| v.as_bytes() == expected.as_bytes());
+                            if authorized {
+                                next.run(request).await
+                            } else {
+                                axum::http::StatusCode::UNAUTHORIZED.into_response()
+                            }
+                        }
+                    },
+                ),
+            );
+            let listener = tokio::net::TcpListener::bind(addr).await?.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
+            axum::serve(listener, router).await?;
+        }
         Some("--http-sessions") => {
             let addr = args.get(2).ok_or("--http-sessions needs an address")?;
             let mut config = StreamableHttpServerConfig::default();
@@ -87,7 +127,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             });
             axum::serve(listener, router).await?;
         }
-        _ => return Err("usage: rmcp-echo --http ADDR | --http-sessions ADDR | --stdio".into()),
+        _ => return Err("usage: rmcp-echo --http ADDR | --http-bearer ADDR TOKEN | --http-sessions ADDR | --stdio".into()),
     }
     Ok(())
 }

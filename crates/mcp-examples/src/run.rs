@@ -25,6 +25,8 @@ pub struct Serving {
     /// Print `listening on http://ADDR/mcp` (the port actually bound) as the first line on stdout,
     /// for test harnesses that start the binary on port 0.
     pub announce: bool,
+    /// Require OAuth bearer tokens over HTTP, checked by mcp-auth with this configuration.
+    pub auth: Option<mcp_auth::AuthConfig>,
 }
 
 /// Runs `server` as `serving` says, until stdin closes (stdio) or SIGINT/SIGTERM (HTTP); errors go
@@ -85,7 +87,22 @@ async fn serve(server: Server, serving: Serving) -> std::io::Result<()> {
         stdout.flush()?;
     }
     tracing::info!(%bound, "serving Streamable HTTP at /mcp");
-    mcp_http::server::serve(listener, McpService::new(server, config))
+    let service = McpService::new(server, config);
+    let Some(auth) = serving.auth else {
+        return mcp_http::server::serve(listener, service)
+            .await
+            .map_err(std::io::Error::other);
+    };
+    let auth = mcp_auth::Authenticator::new(auth)
         .await
-        .map_err(std::io::Error::other)
+        .map_err(|e| std::io::Error::other(format!("authorization: {e}")))?;
+    let layer = mcp_auth::AuthLayer::new(std::sync::Arc::new(auth));
+    mcp_http::server::serve_wrapped_with_shutdown(
+        listener,
+        service,
+        |s| tower_layer::Layer::layer(&layer, s),
+        mcp_http::server::shutdown_signal(),
+    )
+    .await
+    .map_err(std::io::Error::other)
 }

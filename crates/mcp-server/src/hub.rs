@@ -20,6 +20,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::observe::ListenWatch;
 
+/// Whether the listener may read a resource: updates of a resource are for callers who may read
+/// it, and the resources below a subscribed URI may need scopes the subscribed one did not.
+/// Asked at each update, so a registration changed since the subscription counts.
+pub(crate) type ReadGate = Box<dyn Fn(&str) -> bool + Send + Sync>;
+
 /// A change listeners may want to hear about.
 #[derive(Clone, Debug)]
 pub(crate) enum HubEvent {
@@ -63,6 +68,7 @@ impl ListenStream {
         close: CancellationToken,
         server_info: Implementation,
         watch: Option<ListenWatch>,
+        gate: Option<ReadGate>,
     ) -> Self {
         let subscription_id = id.to_value();
         let mut ack = Vec::with_capacity(160);
@@ -84,6 +90,7 @@ impl ListenStream {
             close,
             server_info,
             ack: Some(ack),
+            gate,
             queue: VecDeque::new(),
             done: false,
         };
@@ -150,6 +157,8 @@ struct State {
     close: CancellationToken,
     server_info: Implementation,
     ack: Option<Vec<u8>>,
+    /// Which resources' updates the listener may hear of; all when `None`.
+    gate: Option<ReadGate>,
     /// Messages rendered from one event that yields several, sent before the next event is read.
     queue: VecDeque<Vec<u8>>,
     done: bool,
@@ -179,7 +188,7 @@ impl State {
             HubEvent::ResourcesChanged if f.resources_list_changed == Some(true) => {
                 Some(self.notification("notifications/resources/list_changed", Map::new()))
             }
-            HubEvent::ResourceUpdated(uri) if self.subscribed_to(uri) => {
+            HubEvent::ResourceUpdated(uri) if self.subscribed_to(uri) && self.may_read(uri) => {
                 let mut params = Map::new();
                 params.insert("uri".to_owned(), Value::from(&**uri));
                 Some(self.notification("notifications/resources/updated", params))
@@ -205,7 +214,7 @@ impl State {
             } else {
                 continue;
             };
-            if !uris.contains(&uri) {
+            if !uris.contains(&uri) && self.may_read(uri) {
                 uris.push(uri);
             }
         }
@@ -233,6 +242,10 @@ impl State {
             return self.render(&HubEvent::PromptsChanged);
         }
         None
+    }
+
+    fn may_read(&self, uri: &str) -> bool {
+        self.gate.as_ref().is_none_or(|gate| gate(uri))
     }
 
     /// spec 2026-07-28 subscriptions: an update may name a sub-resource of a subscribed URI.
@@ -280,6 +293,7 @@ mod tests {
             rx,
             CancellationToken::new(),
             Implementation::new("t", "0"),
+            None,
             None,
         );
         stream.next().await.expect("the acknowledgement");

@@ -2,7 +2,9 @@
 //!
 //! `echo-server --http ADDR` serves Streamable HTTP at `http://ADDR/mcp` (JSON responses);
 //! `echo-server --stdio` serves stdio. Handshake-era clients get `Mcp-Session-Id` sessions over
-//! HTTP, or with `--legacy-stateless` are served without sessions.
+//! HTTP, or with `--legacy-stateless` are served without sessions. With `--auth-issuer` and
+//! `--auth-resource`, HTTP requests need a bearer token of that authorization server for that
+//! resource (mcp-auth), for measuring what authorization costs.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -27,6 +29,13 @@ struct Args {
     /// Serve handshake-era clients over HTTP without sessions (each request on its own).
     #[arg(long, requires = "http")]
     legacy_stateless: bool,
+    /// Require OAuth bearer tokens issued by this authorization server (its metadata and keys
+    /// are discovered from the issuer URL).
+    #[arg(long, value_name = "URL", requires_all = ["http", "auth_resource"])]
+    auth_issuer: Option<String>,
+    /// This server's URL as the tokens' audience names it (RFC 8707).
+    #[arg(long, value_name = "URL", requires = "auth_issuer")]
+    auth_resource: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -38,6 +47,10 @@ fn main() -> ExitCode {
         } else {
             mcp_http::server::LegacyMode::Sessions
         },
+        auth: args
+            .auth_issuer
+            .zip(args.auth_resource)
+            .map(|(issuer, resource)| mcp_auth::AuthConfig::new(issuer, resource)),
         ..Serving::default()
     };
     mcp_examples::run::main("echo-server", mcp_examples::echo::build_server(), serving)

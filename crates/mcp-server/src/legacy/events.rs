@@ -98,7 +98,10 @@ impl LegacySession {
                     Ok(HubEvent::ResourcesChanged) if registry.has_resources() => {
                         notification("notifications/resources/list_changed", json!({}))
                     }
-                    Ok(HubEvent::ResourceUpdated(uri)) if st.session.subscribed_to(&uri) => {
+                    Ok(HubEvent::ResourceUpdated(uri))
+                        if st.session.subscribed_to(&uri)
+                            && st.session.may_read(&registry, &uri) =>
+                    {
                         notification("notifications/resources/updated", json!({ "uri": &*uri }))
                     }
                     // Notifications were lost: the client re-lists what it follows.

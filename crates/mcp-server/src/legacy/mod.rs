@@ -34,9 +34,9 @@ use tokio_util::sync::CancellationToken;
 pub(crate) use bridge::Outbound;
 pub use events::LegacyNotifications;
 
-use crate::Server;
 use crate::observe::RequestEra;
 use crate::router::{Outcome, Prepared, Reply, ReplyMessage, RequestIo, error_reply};
+use crate::{Principal, Server};
 
 /// The handshake-era revisions this server speaks, newest first. `initialize` settles on the one
 /// the client asks for when it is here, and otherwise on the newest.
@@ -68,6 +68,9 @@ struct SessionState {
     client_info: Option<Implementation>,
     log_level: Mutex<Option<LoggingLevel>>,
     subscriptions: Mutex<BTreeSet<String>>,
+    /// Who subscribed: the updates of resources below a subscribed URI are checked against it.
+    /// On HTTP a session serves only the principal that opened it.
+    subscriber: Mutex<Principal>,
     initialized: AtomicBool,
     /// Requests of this session in flight, for `notifications/cancelled` on transports where it
     /// arrives apart from its request (HTTP).
@@ -179,6 +182,13 @@ impl LegacySession {
         *self.inner.log_level.lock().expect("log level lock")
     }
 
+    /// Whether the subscriber may read `uri` (a resource below a subscribed URI may need scopes
+    /// the subscribed one did not).
+    fn may_read(&self, registry: &crate::registry::Registry, uri: &str) -> bool {
+        let subscriber = self.inner.subscriber.lock().expect("subscriber");
+        registry.may_read(uri, &subscriber)
+    }
+
     fn subscribed_to(&self, uri: &str) -> bool {
         let subs = self.inner.subscriptions.lock().expect("subscriptions lock");
         // As for listen streams: an update may name a resource below a subscribed URI.
@@ -268,6 +278,7 @@ impl Server {
                 client_info: params.client_info,
                 log_level: Mutex::new(None),
                 subscriptions: Mutex::new(BTreeSet::new()),
+                subscriber: Mutex::new(Principal::anonymous()),
                 initialized: AtomicBool::new(false),
                 in_flight: Mutex::new(HashMap::new()),
                 closed: CancellationToken::new(),
@@ -297,6 +308,7 @@ impl Server {
                 client_info: None,
                 log_level: Mutex::new(None),
                 subscriptions: Mutex::new(BTreeSet::new()),
+                subscriber: Mutex::new(Principal::anonymous()),
                 initialized: AtomicBool::new(true),
                 in_flight: Mutex::new(HashMap::new()),
                 closed: CancellationToken::new(),
@@ -390,6 +402,8 @@ impl Server {
                         }
                         let mut subs = session.inner.subscriptions.lock().expect("subscriptions");
                         if req.method == "resources/subscribe" {
+                            *session.inner.subscriber.lock().expect("subscriber") =
+                                io.principal.clone();
                             subs.insert(p.uri);
                         } else {
                             subs.remove(&p.uri);

@@ -44,6 +44,14 @@ impl Server {
                 .resource_subscriptions
                 .filter(|_| registry.has_resources()),
         };
+        // The resources below a subscribed URI are checked at each update.
+        let gate: Option<crate::hub::ReadGate> = (!io.principal.is_anonymous()
+            && honoured.resource_subscriptions.is_some())
+        .then(|| {
+            let inner = self.inner.clone();
+            let principal = io.principal.clone();
+            Box::new(move |uri: &str| inner.registry.load().may_read(uri, &principal)) as _
+        });
         let events = self.inner.hub.subscribe();
         let close = io.close.take().unwrap_or_else(|| self.shutdown_token());
         let watch = io
@@ -57,6 +65,7 @@ impl Server {
             close,
             self.inner.info.clone(),
             watch,
+            gate,
         ))
     }
 }

@@ -281,6 +281,21 @@ impl Registry {
     }
 
     /// Finds the handler for a URI: an exact resource first, then the first template that matches.
+    /// Whether `principal` may read `uri`: anyone may read what needs no scopes, or what is not
+    /// registered (a read would fail anyway, telling nothing).
+    pub(crate) fn may_read(&self, uri: &str, principal: &crate::Principal) -> bool {
+        if principal.is_anonymous() {
+            return true;
+        }
+        if let Some(entry) = self.resources.get(uri) {
+            return entry.scopes.allows(principal);
+        }
+        self.templates
+            .iter()
+            .find(|t| t.template.match_uri(uri).is_some())
+            .is_none_or(|t| t.scopes.allows(principal))
+    }
+
     pub(crate) fn find_resource(&self, uri: &str) -> Option<FoundResource> {
         if let Some(entry) = self.resources.get(uri) {
             return Some(FoundResource {

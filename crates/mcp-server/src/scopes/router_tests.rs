@@ -416,3 +416,61 @@ fn registration_refuses_scopes_a_challenge_cannot_name() {
         .expect_err("refused");
     assert!(err.to_string().contains("prompt \"p\""), "{err}");
 }
+
+#[tokio::test]
+async fn updates_below_a_subscribed_uri_reach_only_listeners_who_may_read_them() {
+    use futures_util::StreamExt as _;
+    let server = server();
+    // mem://vault needs no scope; the resources below it are the vault template's (`vault`).
+    let mut streams = Vec::new();
+    for scopes in [&["db:read"][..], &["vault"]] {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {
+        "notifications": {"resourceSubscriptions": ["mem://vault"]},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}
+        }}});
+        let io = RequestIo {
+            principal: caller(scopes),
+            ..RequestIo::plain(&server)
+        };
+        let mut stream = match server.handle(body.to_string().as_bytes(), io).await {
+            Some(Reply::Listen(stream)) => stream,
+            other => panic!("{scopes:?}: {other:?}"),
+        };
+        let ack: Value = serde_json::from_slice(&stream.next().await.unwrap()).unwrap();
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+        streams.push(stream);
+    }
+    server.notify_resource_updated("mem://vault/k1");
+    server.notify_resources_changed_under("mem://vault/k2");
+    server.notify_resource_updated("mem://vault");
+    let mut heard = Vec::new();
+    for stream in &mut streams {
+        let mut uris = Vec::new();
+        loop {
+            let next = tokio::time::timeout(std::time::Duration::from_secs(5), stream.next())
+                .await
+                .expect("an update in time")
+                .expect("the stream stays open");
+            let event: Value = serde_json::from_slice(&next).unwrap();
+            assert_eq!(
+                event["method"], "notifications/resources/updated",
+                "{event}"
+            );
+            let uri = event["params"]["uri"].as_str().unwrap().to_owned();
+            let last = uri == "mem://vault";
+            uris.push(uri);
+            if last {
+                break;
+            }
+        }
+        heard.push(uris);
+    }
+    assert_eq!(heard[0], ["mem://vault"], "without the vault scope");
+    assert_eq!(
+        heard[1],
+        ["mem://vault/k1", "mem://vault/k2", "mem://vault"],
+        "with it"
+    );
+}

@@ -149,11 +149,13 @@ fn scoped_server() -> Server {
 /// The scoped server behind the test layer, on loopback; stopped when dropped.
 struct Scoped {
     addr: std::net::SocketAddr,
+    server: Server,
     _stop: oneshot::Sender<()>,
 }
 
 async fn start(config: HttpConfig) -> Scoped {
-    let service = McpService::new(scoped_server(), config);
+    let server = scoped_server();
+    let service = McpService::new(server.clone(), config);
     let app = axum::Router::new()
         .route_service("/mcp", service)
         .layer(axum::middleware::from_fn(principal_from_header));
@@ -167,7 +169,11 @@ async fn start(config: HttpConfig) -> Scoped {
             })
             .await
     });
-    Scoped { addr, _stop: stop }
+    Scoped {
+        addr,
+        server,
+        _stop: stop,
+    }
 }
 
 fn as_caller(post: Post, scopes: Option<&str>) -> Post {
@@ -645,4 +651,59 @@ async fn updates_of_a_scoped_resource_are_refused_to_callers_who_may_not_read_it
         .await;
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(reply.json()["result"], json!({}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handshake_era_session_hears_only_of_the_resources_below_its_subscription_it_may_read() {
+    let srv = start(test_config()).await;
+    let mut client = Client::h1(srv.addr).await;
+    // Two sessions subscribe to mem://vault, which needs no scope; the resources below it are the
+    // vault template's, which need `vault`.
+    let mut streams = Vec::new();
+    for (id, scopes) in [(1, "db:read"), (2, "vault")] {
+        let session = open_session(&mut client, Some(scopes)).await;
+        let get = as_caller(
+            Post::bare("")
+                .method(http::Method::GET)
+                .without("content-type")
+                .header("Accept", "text/event-stream")
+                .header("Mcp-Session-Id", &session)
+                .header("MCP-Protocol-Version", LEGACY),
+            Some(scopes),
+        );
+        let mut listener = Client::h1(srv.addr).await;
+        let stream = SseStream::new(listener.open_any(&get).await);
+        let subscribe = json!({"jsonrpc": "2.0", "id": id, "method": "resources/subscribe",
+            "params": {"uri": "mem://vault"}});
+        let reply = client
+            .send_any(&legacy(subscribe, Some(&session), Some(scopes)))
+            .await;
+        assert_eq!(reply.json()["result"], json!({}), "{scopes}");
+        streams.push((listener, stream));
+    }
+    srv.server.notify_resource_updated("mem://vault/k1");
+    srv.server.notify_resource_updated("mem://vault");
+    let mut heard = Vec::new();
+    for (_, stream) in &mut streams {
+        let mut uris = Vec::new();
+        loop {
+            let event = tokio::time::timeout(std::time::Duration::from_secs(5), stream.next())
+                .await
+                .expect("an update in time")
+                .expect("the stream stays open");
+            assert_eq!(
+                event["method"], "notifications/resources/updated",
+                "{event}"
+            );
+            let uri = event["params"]["uri"].as_str().unwrap().to_owned();
+            let last = uri == "mem://vault";
+            uris.push(uri);
+            if last {
+                break;
+            }
+        }
+        heard.push(uris);
+    }
+    assert_eq!(heard[0], ["mem://vault"], "without the vault scope");
+    assert_eq!(heard[1], ["mem://vault/k1", "mem://vault"], "with it");
 }
