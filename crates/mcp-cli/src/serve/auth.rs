@@ -63,6 +63,14 @@ pub(crate) struct AuthArgs {
     #[arg(long, value_name = "DURATION", value_parser = crate::flags::duration)]
     auth_leeway: Option<Duration>,
 
+    /// A human-readable name of this server for the protected-resource metadata.
+    #[arg(long, value_name = "NAME")]
+    auth_resource_name: Option<String>,
+
+    /// A page documenting this server for the protected-resource metadata.
+    #[arg(long, value_name = "URL")]
+    auth_resource_documentation: Option<String>,
+
     /// A token claim to pass on to tools (repeatable), e.g. email.
     #[arg(long = "auth-claim", value_name = "NAME")]
     auth_claims: Vec<String>,
@@ -81,6 +89,7 @@ pub(crate) struct AuthSection {
     #[serde(default)]
     pub scopes_supported: Vec<String>,
     pub resource_name: Option<String>,
+    pub resource_documentation: Option<String>,
     pub introspection_url: Option<String>,
     pub client_id: Option<String>,
     pub client_secret_file: Option<PathBuf>,
@@ -190,7 +199,19 @@ pub(crate) fn resolve(
         "auth.claims",
         "--auth-claim",
     )?;
-    config.resource_name = file.resource_name.clone();
+    config.resource_name = args
+        .auth_resource_name
+        .clone()
+        .or_else(|| file.resource_name.clone());
+    if let Some((url, key)) = pick(
+        &args.auth_resource_documentation,
+        &file.resource_documentation,
+        "--auth-resource-documentation",
+        "auth.resource_documentation",
+    ) {
+        check_url(&url, key)?;
+        config.resource_documentation = Some(url);
+    }
     if let Some(leeway) = args.auth_leeway.or(file.leeway.map(|s| s.0)) {
         config.leeway = leeway;
     }

@@ -863,7 +863,37 @@ fn postgres_tls_keys_are_checked_and_only_for_postgres() {
 fn auth_comes_from_the_file_and_the_flags() {
     assert!(resolve_with(&[], None).unwrap().auth.is_none());
     let toml = "[auth]\nissuer = \"https://as.example\"\nresource = \"https://mcp.example/mcp\"\n\
-                required_scopes = [\"mcp:tools\"]\nclaims = [\"email\"]\nleeway = \"5s\"\n";
+                required_scopes = [\"mcp:tools\"]\nclaims = [\"email\"]\nleeway = \"5s\"\n\
+                resource_name = \"Shop\"\nresource_documentation = \"https://docs.example/mcp\"\n";
+    let auth = resolve_with(&["--auth-required-scope", "mcp:admin"], Some(toml))
+        .unwrap()
+        .auth
+        .unwrap()
+        .config;
+    assert_eq!(auth.resource_name.as_deref(), Some("Shop"));
+    assert_eq!(
+        auth.resource_documentation.as_deref(),
+        Some("https://docs.example/mcp")
+    );
+    // The flags win over the file.
+    let auth = resolve_with(
+        &[
+            "--auth-resource-name",
+            "Sales",
+            "--auth-resource-documentation",
+            "https://docs.example/sales",
+        ],
+        Some(toml),
+    )
+    .unwrap()
+    .auth
+    .unwrap()
+    .config;
+    assert_eq!(auth.resource_name.as_deref(), Some("Sales"));
+    assert_eq!(
+        auth.resource_documentation.as_deref(),
+        Some("https://docs.example/sales")
+    );
     let auth = resolve_with(&["--auth-required-scope", "mcp:admin"], Some(toml))
         .unwrap()
         .auth
@@ -923,6 +953,13 @@ fn auth_refuses_incomplete_or_malformed_settings() {
             Some("[auth]\nissuer = \"https://as\"\nresource = \"https://m/mcp\"\nrequired_scopes = [\"a b\"]\n")
         )
         .starts_with("auth.required_scopes[0]: ")
+    );
+    assert!(
+        err(
+            &[],
+            Some("[auth]\nissuer = \"https://as\"\nresource = \"https://m/mcp\"\nresource_documentation = \"docs\"\n")
+        )
+        .starts_with("auth.resource_documentation: ")
     );
     // Introspection without a secret anywhere.
     assert!(
