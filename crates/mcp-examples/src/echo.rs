@@ -1,8 +1,7 @@
 //! The `echo` server used by the benchmarks: one tool, `echo`, that returns its `text` argument as a
 //! text block and as `structuredContent`.
 
-use mcp_server::{BuildError, HandlerError, RequestContext, Server};
-use mcp_types::Tool;
+use mcp_server::{BuildError, Json, Server, ToolDef};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -24,15 +23,18 @@ pub struct EchoOutput {
 /// Builds the echo server.
 pub fn build_server() -> Result<Server, BuildError> {
     Server::builder("mcp-rs-echo-server", env!("CARGO_PKG_VERSION"))
-        .structured_tool(
-            Tool::new("echo", Default::default()).with_description(
+        .tool(
+            ToolDef::new("echo").description(
                 "Returns the given text unchanged, as text and as structured content.",
             ),
-            |_ctx: RequestContext, args: EchoArgs| async move {
-                Ok::<_, HandlerError>(EchoOutput { text: args.text })
-            },
+            echo,
         )
         .build()
+}
+
+/// The `echo` tool.
+pub async fn echo(EchoArgs { text }: EchoArgs) -> Json<EchoOutput> {
+    Json(EchoOutput { text })
 }
 
 #[cfg(test)]

@@ -19,16 +19,16 @@
 //! assert!(server.tools().iter().any(|t| t.name == "ask_name"));
 //! ```
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use mcp_server::{BuildError, HandlerError, RequestContext, Server, TemplateVars, ToolResult};
+use mcp_server::{BuildError, HandlerError, RequestContext, Server};
 use mcp_types::{
-    CallToolResult, ElicitAction, ElicitRequestFormParams, GetPromptResult, JsonObject, Prompt,
-    PromptArgument, PromptMessage, RequestedSchema, Resource, ResourceContents, StringSchema,
-    TextResourceContents, Tool,
+    ElicitAction, ElicitRequestFormParams, Prompt, PromptArgument, RequestedSchema, Resource,
+    StringSchema, Tool,
 };
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
 
 use crate::conformance::{no_arguments, object};
 
@@ -102,30 +102,47 @@ fn number_text(n: f64) -> String {
     }
 }
 
-async fn add(_ctx: RequestContext, args: JsonObject) -> ToolResult {
-    // The input schema has required both numbers.
-    let n = |k: &str| args.get(k).and_then(Value::as_f64).unwrap_or_default();
-    Ok(CallToolResult::text(number_text(n("a") + n("b"))))
+/// The arguments of `add`; the registration keeps its hand-written schema, the one the other
+/// SDKs' versions of the profile declare.
+#[derive(Deserialize, JsonSchema)]
+struct AddArgs {
+    a: f64,
+    b: f64,
 }
 
-async fn count_with_progress(ctx: RequestContext, args: JsonObject) -> ToolResult {
-    let steps = args.get("steps").and_then(Value::as_u64).unwrap_or(3);
+async fn add(AddArgs { a, b }: AddArgs) -> String {
+    number_text(a + b)
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct CountArgs {
+    #[serde(default = "three")]
+    steps: u64,
+}
+
+fn three() -> u64 {
+    3
+}
+
+async fn count_with_progress(
+    ctx: RequestContext,
+    CountArgs { steps }: CountArgs,
+) -> Result<String, HandlerError> {
     for i in 1..=steps {
         ctx.progress(
             i as f64,
             Some(steps as f64),
             Some(&format!("step {i} of {steps}")),
         );
-        let cancel = ctx.cancellation_token();
         tokio::select! {
-            () = cancel.cancelled() => return Err(HandlerError::failed("cancelled")),
+            () = ctx.cancelled() => return Err("cancelled".into()),
             () = tokio::time::sleep(Duration::from_millis(10)) => {}
         }
     }
-    Ok(CallToolResult::text(format!("counted to {steps}")))
+    Ok(format!("counted to {steps}"))
 }
 
-async fn ask_name(mut ctx: RequestContext, _args: JsonObject) -> ToolResult {
+async fn ask_name(mut ctx: RequestContext) -> Result<String, HandlerError> {
     let answer = ctx.elicit(
         "user",
         ElicitRequestFormParams::new(
@@ -136,53 +153,39 @@ async fn ask_name(mut ctx: RequestContext, _args: JsonObject) -> ToolResult {
     let name = (answer.action == ElicitAction::Accept)
         .then(|| answer.content.as_ref()?.get("name")?.as_str())
         .flatten();
-    Ok(CallToolResult::text(match name {
+    Ok(match name {
         Some(name) => format!("Hello, {name}!"),
         None => format!(
             "No name given ({})",
             json!(answer.action).as_str().unwrap_or("?")
         ),
-    }))
+    })
 }
 
 /// The tool `change_tools` adds and removes in turn.
 const TOGGLED: &str = "toggled_tool";
 
-async fn change_tools(ctx: RequestContext, _args: JsonObject) -> ToolResult {
+async fn change_tools(ctx: RequestContext) -> Result<&'static str, HandlerError> {
     // One real registry change per call (the toggled tool comes or goes), so each call sends one
     // notification, through the path any other change takes.
     if !ctx.server().remove_tool(TOGGLED) {
         let tool = Tool::new(TOGGLED, no_arguments()).with_description("Toggled by change_tools");
-        ctx.server()
-            .add_tool(tool, |_ctx: RequestContext, _args: JsonObject| async {
-                Ok(CallToolResult::text("toggled"))
-            })
-            .map_err(HandlerError::failed)?;
+        ctx.server().add_tool(tool, || async { "toggled" })?;
     }
-    Ok(CallToolResult::text("tools changed"))
+    Ok("tools changed")
 }
 
-async fn greeting(
-    _ctx: RequestContext,
-    uri: String,
-    _vars: TemplateVars,
-) -> Result<Vec<ResourceContents>, HandlerError> {
-    Ok(vec![
-        TextResourceContents::new(uri, GREETING_TEXT)
-            .with_mime_type("text/plain")
-            .into(),
-    ])
+async fn greeting() -> &'static str {
+    GREETING_TEXT
 }
 
-async fn greet(
-    _ctx: RequestContext,
-    args: BTreeMap<String, String>,
-) -> Result<GetPromptResult, HandlerError> {
-    // The runtime has checked that the required argument is present.
-    let name = args.get("name").map(String::as_str).unwrap_or_default();
-    Ok(GetPromptResult::new(vec![PromptMessage::user_text(
-        format!("Please greet {name}."),
-    )]))
+#[derive(Deserialize, JsonSchema)]
+struct GreetArgs {
+    name: String,
+}
+
+async fn greet(GreetArgs { name }: GreetArgs) -> String {
+    format!("Please greet {name}.")
 }
 
 #[cfg(test)]

@@ -204,13 +204,13 @@ impl FsAdapter {
         for i in order {
             let root = &self.inner.roots[i];
             builder = builder
-                .resource(root.resource(), self.inner.handler(i))
-                .resource_template(root.template(), self.inner.handler(i));
+                .resource_handler(root.resource(), self.inner.handler(i))
+                .template_handler(root.template(), self.inner.handler(i));
             let mut uris = BTreeSet::new();
             for resource in self.inner.top_level(i) {
                 uris.insert(resource.uri.clone());
                 let resource = resource.with_scopes(root.scopes.clone());
-                builder = builder.resource(resource, self.inner.handler(i));
+                builder = builder.resource_handler(resource, self.inner.handler(i));
             }
             listed[i] = uris;
         }
@@ -385,7 +385,7 @@ impl Inner {
             }
             let uri = resource.uri.clone();
             let resource = resource.with_scopes(self.roots[i].scopes.clone());
-            if let Err(e) = server.add_resource(resource, self.handler(i)) {
+            if let Err(e) = server.add_resource_handler(resource, self.handler(i)) {
                 tracing::warn!(uri, error = %e, "cannot list a new file");
             }
         }

@@ -21,7 +21,7 @@ fn service(c: &mut Criterion) {
     let schema =
         json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]});
     let server = Server::builder("bench", "0.0.1")
-        .tool(
+        .tool_handler(
             Tool::new("echo", schema.as_object().expect("object").clone()).with_description("echo"),
             |_ctx: RequestContext, args: JsonObject| async move {
                 Ok(CallToolResult::text(

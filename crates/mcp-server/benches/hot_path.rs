@@ -63,7 +63,7 @@ fn handle(c: &mut Criterion) {
         .expect("a runtime");
     let echo_schema =
         json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]});
-    let mut builder = Server::builder("bench", "0.0.1").tool(
+    let mut builder = Server::builder("bench", "0.0.1").tool_handler(
         Tool::new("echo", echo_schema.as_object().expect("object").clone())
             .with_description("echo"),
         |_ctx: RequestContext, args: JsonObject| async move {
@@ -73,7 +73,7 @@ fn handle(c: &mut Criterion) {
         },
     );
     for i in 0..1000 {
-        builder = builder.tool(
+        builder = builder.tool_handler(
             Tool::new(format!("tool_{i:04}"), typical_schema()).with_description("a tool"),
             |_ctx: RequestContext, _args: JsonObject| async move { Ok(CallToolResult::text("ok")) },
         );

@@ -18,7 +18,7 @@ const ROUNDS: usize = 7;
 const PER_ROUND: u32 = 50_000;
 
 fn builder() -> ServerBuilder {
-    Server::builder("bench", "0.0.1").tool(
+    Server::builder("bench", "0.0.1").tool_handler(
         Tool::new(
             "echo",
             json!({"type": "object", "properties": {"text": {"type": "string"}}})

@@ -306,7 +306,7 @@ impl RequestContext {
     }
 
     /// Handler state from the previous round, if the request carried a verified `requestState`.
-    pub fn state<T: DeserializeOwned>(&self) -> Option<T> {
+    pub fn round_state<T: DeserializeOwned>(&self) -> Option<T> {
         self.mrtr
             .state
             .as_ref()
@@ -316,7 +316,7 @@ impl RequestContext {
     /// Keeps a value for the next round; it travels sealed inside `requestState`.
     ///
     /// The client can read it (it is signed, not encrypted): keep secrets out.
-    pub fn set_state(&mut self, state: impl Serialize) -> Result<(), HandlerError> {
+    pub fn set_round_state(&mut self, state: impl Serialize) -> Result<(), HandlerError> {
         let value = serde_json::to_value(state)
             .map_err(|e| HandlerError::Protocol(ErrorObject::internal_error(e)))?;
         self.mrtr.state = Some(value);

@@ -31,6 +31,12 @@ impl HandlerError {
         HandlerError::Failed(message.to_string())
     }
 
+    /// A JSON-RPC error on purpose: the request is answered with `error` instead of a result
+    /// (for a tool, instead of an `isError` result).
+    pub fn protocol(error: ErrorObject) -> Self {
+        HandlerError::Protocol(error)
+    }
+
     /// -32602 for an invalid argument or parameter.
     pub fn invalid_params(message: impl fmt::Display) -> Self {
         HandlerError::Protocol(ErrorObject::invalid_params(message))
@@ -49,10 +55,40 @@ pub fn resource_not_found(uri: &str) -> ErrorObject {
         .with_data(serde_json::json!({ "uri": uri }))
 }
 
-impl From<ErrorObject> for HandlerError {
-    fn from(err: ErrorObject) -> Self {
-        HandlerError::Protocol(err)
+/// Any error converts: `?` works in handlers on `std::io::Error`, `serde_json::Error`, `anyhow`'s
+/// errors, a `String` or a `&str`. An [`ErrorObject`] stays a protocol error (the request is
+/// answered with it); everything else is a failure whose message, with the messages of its sources
+/// joined by `: `, the model reads in an `isError` tool result.
+///
+/// `HandlerError` does not implement `std::error::Error` itself, so that this conversion can
+/// exist (the same choice `anyhow::Error` makes).
+impl<E> From<E> for HandlerError
+where
+    E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+{
+    fn from(err: E) -> Self {
+        let boxed: Box<dyn std::error::Error + Send + Sync + 'static> = err.into();
+        match boxed.downcast::<ErrorObject>() {
+            Ok(protocol) => HandlerError::Protocol(*protocol),
+            Err(other) => HandlerError::Failed(error_chain(&*other)),
+        }
     }
+}
+
+/// The message of `err` followed by those of its sources, each once.
+fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut message = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        // Wrappers often repeat their source's message in their own; say it once.
+        if !message.ends_with(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
 }
 
 impl fmt::Display for HandlerError {
@@ -63,15 +99,6 @@ impl fmt::Display for HandlerError {
                 write!(f, "input required ({} requests)", r.requests.len())
             }
             HandlerError::Failed(m) => f.write_str(m),
-        }
-    }
-}
-
-impl std::error::Error for HandlerError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            HandlerError::Protocol(e) => Some(e),
-            _ => None,
         }
     }
 }
@@ -126,6 +153,26 @@ pub enum BuildError {
     /// A resource template is not a valid RFC 6570 template.
     #[error(transparent)]
     Template(#[from] crate::registry::TemplateError),
+    /// A handler takes `State<S>` but no state of type `S` was given to the builder.
+    #[error(
+        "{item}: the handler takes State<{type_name}>, but no such state was given (ServerBuilder::state)"
+    )]
+    MissingState {
+        /// The registration, as `tool "name"`.
+        item: String,
+        /// The state's type.
+        type_name: &'static str,
+    },
+    /// A template resource handler's arguments need a variable the URI template does not bind.
+    #[error(
+        "resource template {template:?}: its arguments need {variable:?}, which the template does not bind"
+    )]
+    TemplateVariable {
+        /// The URI template.
+        template: String,
+        /// The variable.
+        variable: String,
+    },
     /// The configured `requestState` key is too short.
     #[error(transparent)]
     StateKey(#[from] crate::mrtr::KeyTooShort),

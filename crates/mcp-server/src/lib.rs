@@ -34,6 +34,7 @@
 //! ```
 
 mod context;
+mod defs;
 mod error;
 mod handler;
 mod hub;
@@ -43,15 +44,19 @@ mod mrtr;
 pub mod observe;
 mod principal;
 mod registry;
+mod route;
 mod router;
 pub mod schema;
 mod scopes;
 mod server;
 mod transport;
-mod typed;
 
 pub use context::{NotificationSink, RequestContext};
+pub use defs::{PromptDef, ToolDef};
 pub use error::{BuildError, HandlerError, InputRequired, resource_not_found};
+pub use handler::extract::{CallParts, FromCall, State, Uri};
+pub use handler::func::{PromptFn, ResourceFn, ToolFn};
+pub use handler::output::{IntoPromptResult, IntoReadResult, IntoToolResult, Json};
 pub use handler::{
     BoxFuture, CompletionHandler, Completions, PromptHandler, ResourceHandler, TemplateVars,
     ToolHandler, ToolResult,
@@ -62,8 +67,17 @@ pub use mrtr::{KeyTooShort, MIN_KEY_LEN, StateError, StateSealer};
 pub use observe::{Metrics, RequestLog, RequestObserver, RequestProbe};
 pub use principal::{InsufficientScope, Principal, PrincipalBuilder};
 pub use registry::{TemplateError, UriTemplate};
+pub use route::{Route, Toolbox};
 pub use router::{Incoming, Outcome, Prepared, Reply, ReplyMessage, RequestIo, ToolCallGuard};
+pub use schema::schema_object;
 pub use scopes::{INSUFFICIENT_SCOPE, Scoped, Scopes, WithScopes};
 pub use server::{SUPPORTED_VERSIONS, Server, ServerBuilder, ServerConfig};
 pub use transport::stdio;
-pub use typed::schema_object;
+
+/// What the `mcp-macros` expansions name. Not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use mcp_types;
+    pub use schemars;
+    pub use serde;
+}

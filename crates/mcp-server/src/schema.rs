@@ -182,6 +182,21 @@ pub fn compile_input(schema: &Map<String, Value>) -> Result<CompiledSchema, Sche
     compile(&Value::Object(schema.clone()))
 }
 
+/// The JSON Schema (2020-12) of a Rust type, as a JSON object.
+pub fn schema_object<T: schemars::JsonSchema>() -> Map<String, Value> {
+    let schema = schemars::SchemaGenerator::default().into_root_schema_for::<T>();
+    match Value::from(schema) {
+        Value::Object(map) => map,
+        // `true` / `false` schemas: accept anything / nothing.
+        Value::Bool(true) => Map::new(),
+        other => {
+            let mut map = Map::new();
+            map.insert("allOf".to_owned(), Value::Array(vec![other]));
+            map
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

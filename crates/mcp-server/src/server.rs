@@ -9,11 +9,15 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::BuildError;
+use crate::defs::{PromptDef, ToolDef};
+use crate::handler::extract::{StateMap, StateNeed};
+use crate::handler::func::{PromptFn, ResourceFn, ToolFn};
 use crate::handler::{CompletionHandler, PromptHandler, ResourceHandler, ToolHandler};
 use crate::hub::HubEvent;
 use crate::mrtr::StateSealer;
 use crate::observe::{Fanout, Metrics, RequestObserver, RequestProbe, Transport};
 use crate::registry::{PromptEntry, Registry, ResourceEntry, ToolEntry};
+use crate::route::{Route, Toolbox};
 use crate::scopes::Scoped;
 
 /// Protocol revisions this server speaks, newest first.
@@ -74,6 +78,8 @@ pub(crate) struct Inner {
     metrics: Option<Metrics>,
     /// Server-to-client requests of legacy sessions waiting for their answers.
     pub(crate) outbound: crate::legacy::Outbound,
+    /// The application states handlers take as `State<S>`.
+    pub(crate) states: StateMap,
 }
 
 /// A running MCP server: the shared registry plus everything a transport needs to serve requests.
@@ -108,6 +114,8 @@ impl Server {
             error: None,
             observers: Vec::new(),
             metrics: None,
+            states: StateMap::default(),
+            needs: Vec::new(),
         }
     }
 
@@ -140,13 +148,41 @@ impl Server {
     /// Registers a tool at run time and tells listeners that the tool list changed. Like every
     /// registration it takes a bare definition or one with the scopes it needs
     /// ([`WithScopes::with_scopes`](crate::WithScopes::with_scopes)).
-    pub fn add_tool(
+    pub fn add_tool<F: ToolFn<M>, M: 'static>(
+        &self,
+        tool: impl Into<ToolDef>,
+        handler: F,
+    ) -> Result<(), BuildError> {
+        self.add_route(Route::tool(tool, handler))
+    }
+
+    /// Registers a tool served by a [`ToolHandler`] at run time (see
+    /// [`ServerBuilder::tool_handler`]).
+    pub fn add_tool_handler(
         &self,
         tool: impl Into<Scoped<Tool>>,
         handler: impl ToolHandler,
     ) -> Result<(), BuildError> {
         let entry = ToolEntry::new(tool.into(), Arc::new(handler))?;
         self.update(HubEvent::ToolsChanged, |r| r.add_tool(entry))
+    }
+
+    /// Registers a tool, resource, template or prompt at run time and tells listeners that its
+    /// list changed. The states its handler reads must have been given to the builder.
+    pub fn add_route(&self, route: Route) -> Result<(), BuildError> {
+        if let Some(missing) = route.missing_state(&self.inner.states) {
+            return Err(missing);
+        }
+        let event = route.event();
+        self.update(event, |r| route.apply(r))
+    }
+
+    /// The state of type `S` given to [`ServerBuilder::state`], if any: what [`State<S>`]
+    /// extracts, for handlers written against the [`ToolHandler`] traits.
+    ///
+    /// [`State<S>`]: crate::State
+    pub fn state<S: Send + Sync + 'static>(&self) -> Option<Arc<S>> {
+        self.inner.states.get::<S>()
     }
 
     /// Removes a tool at run time; returns whether it existed.
@@ -158,7 +194,16 @@ impl Server {
     }
 
     /// Registers a resource at run time and tells listeners that the resource list changed.
-    pub fn add_resource(
+    pub fn add_resource<F: ResourceFn<M>, M: 'static>(
+        &self,
+        resource: impl Into<Scoped<Resource>>,
+        handler: F,
+    ) -> Result<(), BuildError> {
+        self.add_route(Route::resource(resource, handler))
+    }
+
+    /// Registers a resource served by a [`ResourceHandler`] at run time.
+    pub fn add_resource_handler(
         &self,
         resource: impl Into<Scoped<Resource>>,
         handler: impl ResourceHandler,
@@ -176,7 +221,16 @@ impl Server {
     }
 
     /// Registers a resource template at run time.
-    pub fn add_resource_template(
+    pub fn add_resource_template<F: ResourceFn<M>, M: 'static>(
+        &self,
+        template: impl Into<Scoped<ResourceTemplate>>,
+        handler: F,
+    ) -> Result<(), BuildError> {
+        self.add_route(Route::resource_template(template, handler))
+    }
+
+    /// Registers a resource template served by a [`ResourceHandler`] at run time.
+    pub fn add_template_handler(
         &self,
         template: impl Into<Scoped<ResourceTemplate>>,
         handler: impl ResourceHandler,
@@ -189,7 +243,16 @@ impl Server {
     }
 
     /// Registers a prompt at run time and tells listeners that the prompt list changed.
-    pub fn add_prompt(
+    pub fn add_prompt<F: PromptFn<M>, M: 'static>(
+        &self,
+        prompt: impl Into<PromptDef>,
+        handler: F,
+    ) -> Result<(), BuildError> {
+        self.add_route(Route::prompt(prompt, handler))
+    }
+
+    /// Registers a prompt served by a [`PromptHandler`] at run time.
+    pub fn add_prompt_handler(
         &self,
         prompt: impl Into<Scoped<Prompt>>,
         handler: impl PromptHandler,
@@ -281,6 +344,10 @@ pub struct ServerBuilder {
     error: Option<BuildError>,
     observers: Vec<Arc<dyn RequestObserver>>,
     metrics: Option<Metrics>,
+    states: StateMap,
+    /// The states each registration reads, checked by `build` (a state may be given after the
+    /// registration that reads it).
+    needs: Vec<(String, Vec<StateNeed>)>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -351,21 +418,74 @@ impl ServerBuilder {
         self
     }
 
-    /// Registers a tool with a hand-written definition. Its schemas are checked and compiled now.
+    /// Registers a tool served by an async function (see [`ToolFn`]): its parameters are
+    /// extracted from the call (the arguments, [`State<S>`](crate::State), the
+    /// [`RequestContext`](crate::RequestContext), ... in any order), its return value becomes the
+    /// result. The input schema is generated from the arguments type, the output schema from a
+    /// [`Json<T>`](crate::Json) return type; [`ToolDef`] sets the rest (a `&str` is a name).
+    /// Schemas are checked and compiled now.
+    ///
+    /// ```
+    /// use mcp_server::{Server, ToolDef};
+    /// use schemars::JsonSchema;
+    /// use serde::Deserialize;
+    ///
+    /// /// Adds two numbers.
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Add {
+    ///     a: f64,
+    ///     b: f64,
+    /// }
+    ///
+    /// async fn add(Add { a, b }: Add) -> String {
+    ///     (a + b).to_string()
+    /// }
+    ///
+    /// # fn main() -> Result<(), mcp_server::BuildError> {
+    /// let server = Server::builder("calc", "1.0.0")
+    ///     .tool(ToolDef::new("add").read_only(true), add)
+    ///     .build()?;
+    /// assert_eq!(server.tools()[0].description.as_deref(), Some("Adds two numbers."));
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn tool<F: ToolFn<M>, M: 'static>(self, tool: impl Into<ToolDef>, handler: F) -> Self {
+        self.route(Route::tool(tool, handler))
+    }
+
+    /// Registers a tool with a hand-written definition and a [`ToolHandler`] (a closure taking
+    /// the context and the raw arguments, or a type of your own). Its schemas are checked and
+    /// compiled now.
     ///
     /// `tool` is a bare definition, or one with the scopes a caller needs to see and call it
     /// ([`WithScopes::with_scopes`](crate::WithScopes::with_scopes); see [`Scopes`](crate::Scopes)
     /// for who is checked). Every registration takes scopes the same way.
     #[must_use]
-    pub fn tool(mut self, tool: impl Into<Scoped<Tool>>, handler: impl ToolHandler) -> Self {
+    pub fn tool_handler(
+        mut self,
+        tool: impl Into<Scoped<Tool>>,
+        handler: impl ToolHandler,
+    ) -> Self {
         let result =
             ToolEntry::new(tool.into(), Arc::new(handler)).and_then(|e| self.registry.add_tool(e));
         self.record(result)
     }
 
-    /// Registers a fixed resource.
+    /// Registers a fixed resource served by an async function (see [`ResourceFn`]); a `String`
+    /// it returns is text of the resource's MIME type, a `Vec<u8>` a blob, `None` "not found".
     #[must_use]
-    pub fn resource(
+    pub fn resource<F: ResourceFn<M>, M: 'static>(
+        self,
+        resource: impl Into<Scoped<Resource>>,
+        handler: F,
+    ) -> Self {
+        self.route(Route::resource(resource, handler))
+    }
+
+    /// Registers a fixed resource served by a [`ResourceHandler`].
+    #[must_use]
+    pub fn resource_handler(
         mut self,
         resource: impl Into<Scoped<Resource>>,
         handler: impl ResourceHandler,
@@ -376,9 +496,21 @@ impl ServerBuilder {
         self.record(result)
     }
 
-    /// Registers a resource template; its handler serves every URI the template matches.
+    /// Registers a resource template served by an async function (see
+    /// [`Route::resource_template`]); it serves every URI the template matches, and its arguments
+    /// type holds the template's variables.
     #[must_use]
-    pub fn resource_template(
+    pub fn resource_template<F: ResourceFn<M>, M: 'static>(
+        self,
+        template: impl Into<Scoped<ResourceTemplate>>,
+        handler: F,
+    ) -> Self {
+        self.route(Route::resource_template(template, handler))
+    }
+
+    /// Registers a resource template served by a [`ResourceHandler`].
+    #[must_use]
+    pub fn template_handler(
         mut self,
         template: impl Into<Scoped<ResourceTemplate>>,
         handler: impl ResourceHandler,
@@ -389,9 +521,21 @@ impl ServerBuilder {
         self.record(result)
     }
 
-    /// Registers a prompt. Completions for its arguments need the same scopes.
+    /// Registers a prompt served by an async function (see [`PromptFn`]); its arguments are
+    /// declared by the function's arguments type. Completions for its arguments need the same
+    /// scopes.
     #[must_use]
-    pub fn prompt(
+    pub fn prompt<F: PromptFn<M>, M: 'static>(
+        self,
+        prompt: impl Into<PromptDef>,
+        handler: F,
+    ) -> Self {
+        self.route(Route::prompt(prompt, handler))
+    }
+
+    /// Registers a prompt served by a [`PromptHandler`] (its arguments as a string map).
+    #[must_use]
+    pub fn prompt_handler(
         mut self,
         prompt: impl Into<Scoped<Prompt>>,
         handler: impl PromptHandler,
@@ -400,6 +544,41 @@ impl ServerBuilder {
             .registry
             .add_prompt(PromptEntry::new(prompt.into(), Arc::new(handler)));
         self.record(result)
+    }
+
+    /// Registers a [`Route`].
+    #[must_use]
+    pub fn route(mut self, route: Route) -> Self {
+        self.needs.push((route.item(), route.states.clone()));
+        let result = route.apply(&mut self.registry);
+        self.record(result)
+    }
+
+    /// Registers every route of `routes`.
+    #[must_use]
+    pub fn routes(self, routes: impl IntoIterator<Item = Route>) -> Self {
+        routes.into_iter().fold(self, Self::route)
+    }
+
+    /// Gives handlers a state of type `S`, which they take as [`State<S>`](crate::State). One
+    /// state per type; a second replaces the first.
+    #[must_use]
+    pub fn state<S: Send + Sync + 'static>(self, state: S) -> Self {
+        self.shared_state(Arc::new(state))
+    }
+
+    /// [`state`](Self::state) with a value already shared.
+    #[must_use]
+    pub fn shared_state<S: Send + Sync + 'static>(mut self, state: Arc<S>) -> Self {
+        self.states.insert(state);
+        self
+    }
+
+    /// Registers every handler of a [`Toolbox`] (an `impl` block marked `#[tools]`) with `toolbox`
+    /// as the state its `&self` methods read.
+    #[must_use]
+    pub fn toolbox<T: Toolbox>(self, toolbox: T) -> Self {
+        self.state(toolbox).routes(T::routes())
     }
 
     /// Serves `completion/complete` and advertises the `completions` capability.
@@ -433,6 +612,14 @@ impl ServerBuilder {
         if let Some(e) = self.error {
             return Err(e);
         }
+        for (item, needs) in &self.needs {
+            if let Some(need) = needs.iter().find(|need| !self.states.has(need)) {
+                return Err(BuildError::MissingState {
+                    item: item.clone(),
+                    type_name: need.type_name,
+                });
+            }
+        }
         let sealer = match &self.state_key {
             Some(key) => StateSealer::with_key(key, self.config.state_ttl)?,
             None => StateSealer::random(self.config.state_ttl),
@@ -462,6 +649,7 @@ impl ServerBuilder {
                 observer,
                 metrics: self.metrics,
                 outbound: crate::legacy::Outbound::default(),
+                states: self.states,
             }),
         })
     }

@@ -203,24 +203,24 @@ impl SqlAdapter {
         );
         let mut builder = builder
             .enable_resources()
-            .tool(
+            .tool_handler(
                 tools::list_tables(dbs).with_scopes(read.clone()),
                 self.handler(Self::list_tables),
             )
-            .tool(
+            .tool_handler(
                 tools::describe_table(dbs).with_scopes(read.clone()),
                 self.handler(Self::describe_table),
             )
-            .tool(
+            .tool_handler(
                 tools::query(dbs).with_scopes(read),
                 self.handler(Self::query),
             );
         if let Some(execute) = tools::execute(dbs) {
-            builder = builder.tool(execute.with_scopes(write), self.handler(Self::execute));
+            builder = builder.tool_handler(execute.with_scopes(write), self.handler(Self::execute));
         }
         let cancel = CancellationToken::new();
         for db in dbs {
-            builder = builder.resource_template(template(db), table_reader(db.clone()));
+            builder = builder.template_handler(template(db), table_reader(db.clone()));
             let tables = db
                 .inner
                 .engine
@@ -230,7 +230,8 @@ impl SqlAdapter {
             let mut registered = db.inner.registered.lock().await;
             for t in tables {
                 let uri = db.table_uri(&t.schema, &t.name);
-                builder = builder.resource(table_resource(db, &t, &uri), table_reader(db.clone()));
+                builder = builder
+                    .resource_handler(table_resource(db, &t, &uri), table_reader(db.clone()));
                 registered.insert(uri, t.fingerprint);
             }
         }
@@ -696,7 +697,8 @@ async fn refresh(db: &Database, server: &Server) -> Result<(), SqlError> {
     for (uri, t) in now {
         match registered.get(&uri) {
             None => {
-                server.add_resource(table_resource(db, t, &uri), table_reader(db.clone()))?;
+                server
+                    .add_resource_handler(table_resource(db, t, &uri), table_reader(db.clone()))?;
                 registered.insert(uri, t.fingerprint.clone());
             }
             Some(old) if *old != t.fingerprint => {

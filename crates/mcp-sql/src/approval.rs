@@ -88,14 +88,14 @@ pub(crate) fn confirm(
     form: ElicitRequestFormParams,
 ) -> Result<Decision, HandlerError> {
     let pending = match ctx.state_nonce() {
-        Some(_) => ctx.state::<Pending>(),
+        Some(_) => ctx.round_state::<Pending>(),
         None => None,
     };
     let Some(pending) = pending else {
         // No verified state: this server has not asked in this exchange, so nothing the request
         // carries can be an answer. Ask under a key nobody can have answered.
         let key = random_key();
-        ctx.set_state(Pending { key: key.clone() })?;
+        ctx.set_round_state(Pending { key: key.clone() })?;
         ctx.elicit(&key, form)?;
         return Err(HandlerError::failed(
             "An approval arrived for a question that was never asked; nothing was run. Call execute again.",

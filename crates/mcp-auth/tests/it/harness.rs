@@ -29,7 +29,7 @@ pub fn mcp_server() -> Server {
         _ => unreachable!(),
     };
     Server::builder("auth-it", "1.0.0")
-        .tool(
+        .tool_handler(
             Tool::new("whoami", object(json!({"type": "object"})))
                 .with_description("Says who is calling"),
             |ctx: RequestContext, _args: JsonObject| async move {
@@ -48,12 +48,12 @@ pub fn mcp_server() -> Server {
             Tool::new("twostep", object(json!({"type": "object"})))
                 .with_description("Needs two rounds"),
             |mut ctx: RequestContext, _args: JsonObject| async move {
-                if let Some(first) = ctx.state::<String>() {
+                if let Some(first) = ctx.round_state::<String>() {
                     let by = ctx.principal().subject().unwrap_or("anonymous").to_owned();
                     return Ok(CallToolResult::text(format!("{first} resumed by {by}")));
                 }
                 let by = ctx.principal().subject().unwrap_or("anonymous").to_owned();
-                ctx.set_state(format!("started by {by}"))?;
+                ctx.set_round_state(format!("started by {by}"))?;
                 Err(ctx.retry_later())
             },
         )

@@ -82,7 +82,7 @@ async fn a_change_notification_invalidates(kind: Kind) {
     assert_eq!(served.wire.count("tools/list"), 3);
 
     server
-        .add_tool(
+        .add_tool_handler(
             Tool::without_arguments("aaa_new"),
             |_ctx: RequestContext, _args: JsonObject| async { Ok(CallToolResult::text("new")) },
         )

@@ -91,7 +91,7 @@ pub fn builder(probes: Arc<Probes>, config: ServerConfig) -> ServerBuilder {
     let reading = probes.clone();
     Server::builder("client-it", "1.0.0")
         .config(config)
-        .tool(
+        .tool_handler(
             Tool::new(
                 "echo",
                 schema(json!({"type": "object", "properties": {"text": {"type": "string"}}})),
@@ -100,7 +100,7 @@ pub fn builder(probes: Arc<Probes>, config: ServerConfig) -> ServerBuilder {
                 Ok(CallToolResult::text(text_arg(&args, "text")))
             },
         )
-        .tool(
+        .tool_handler(
             Tool::new(
                 "progress",
                 schema(json!({"type": "object", "properties": {
@@ -123,7 +123,7 @@ pub fn builder(probes: Arc<Probes>, config: ServerConfig) -> ServerBuilder {
                 }
             },
         )
-        .tool(
+        .tool_handler(
             Tool::without_arguments("log"),
             |ctx: RequestContext, _args: JsonObject| async move {
                 ctx.log(LoggingLevel::Debug, Some("it"), "debug line");
@@ -131,7 +131,7 @@ pub fn builder(probes: Arc<Probes>, config: ServerConfig) -> ServerBuilder {
                 Ok(CallToolResult::text("logged"))
             },
         )
-        .tool(
+        .tool_handler(
             Tool::new(
                 "wait",
                 schema(json!({"type": "object", "properties": {"tag": {"type": "string"}}})),
@@ -149,7 +149,7 @@ pub fn builder(probes: Arc<Probes>, config: ServerConfig) -> ServerBuilder {
                 }
             },
         )
-        .tool(
+        .tool_handler(
             Tool::without_arguments("ask_name"),
             move |mut ctx: RequestContext, _args: JsonObject| {
                 let probes = asking.clone();
@@ -174,7 +174,7 @@ pub fn builder(probes: Arc<Probes>, config: ServerConfig) -> ServerBuilder {
                 }
             },
         )
-        .tool(
+        .tool_handler(
             Tool::without_arguments("ask_forever"),
             |mut ctx: RequestContext, _args: JsonObject| async move {
                 for round in 0.. {
@@ -187,7 +187,7 @@ pub fn builder(probes: Arc<Probes>, config: ServerConfig) -> ServerBuilder {
                 Ok(CallToolResult::text("unreachable"))
             },
         )
-        .resource(
+        .resource_handler(
             Resource::new("mem://a", "a").with_mime_type("text/plain"),
             move |_ctx: RequestContext, uri: String, _vars| {
                 let probes = reading.clone();
@@ -199,7 +199,7 @@ pub fn builder(probes: Arc<Probes>, config: ServerConfig) -> ServerBuilder {
                 }
             },
         )
-        .resource(
+        .resource_handler(
             Resource::new("mem://secret", "secret"),
             |mut ctx: RequestContext, uri: String, _vars| async move {
                 let form = ElicitRequestFormParams::new(
@@ -212,7 +212,7 @@ pub fn builder(probes: Arc<Probes>, config: ServerConfig) -> ServerBuilder {
                 ))])
             },
         )
-        .resource_template(
+        .template_handler(
             ResourceTemplate::new("mem://t/{id}", "t"),
             |_ctx: RequestContext, uri: String, vars: mcp_server::TemplateVars| async move {
                 let id = vars.get("id").cloned().unwrap_or_default();

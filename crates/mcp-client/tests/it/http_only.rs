@@ -147,7 +147,7 @@ async fn header_mismatch_refetches_the_tools_and_retries() {
     let probes = Arc::new(Probes::default());
     let server = server(probes);
     server
-        .add_tool(
+        .add_tool_handler(
             tool_with(json!({"type": "object", "properties": {"region": {"type": "string"}}})),
             |_ctx: RequestContext, _args: JsonObject| async { Ok(CallToolResult::text("v1")) },
         )
@@ -159,7 +159,7 @@ async fn header_mismatch_refetches_the_tools_and_retries() {
     // The tool changes under the client: its schema now mirrors `region` into a header.
     server.remove_tool("region_tool");
     server
-        .add_tool(
+        .add_tool_handler(
             tool_with(json!({"type": "object", "properties": {
                 "region": {"type": "string", "x-mcp-header": "Region"}}})),
             |_ctx: RequestContext, args: JsonObject| async move {

@@ -88,7 +88,7 @@ async fn listen_receives_changes_and_drop_unsubscribes(kind: Kind) {
     let listen_id = sub.id().cloned().unwrap();
 
     server
-        .add_tool(
+        .add_tool_handler(
             Tool::without_arguments("late"),
             |_ctx: RequestContext, _args: JsonObject| async { Ok(CallToolResult::text("late")) },
         )

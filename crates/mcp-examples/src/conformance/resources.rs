@@ -1,14 +1,12 @@
 //! The resources and the resource template.
 
-use mcp_server::{HandlerError, RequestContext, ServerBuilder, TemplateVars};
-use mcp_types::{
-    BlobResourceContents, Resource, ResourceContents, ResourceTemplate, TextResourceContents,
-};
+use mcp_server::{Json, ServerBuilder, Uri};
+use mcp_types::{BlobResourceContents, Resource, ResourceContents, ResourceTemplate};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::json;
 
 use super::PNG_1X1;
-
-type ReadResult = Result<Vec<ResourceContents>, HandlerError>;
 
 pub(super) fn register(builder: ServerBuilder) -> ServerBuilder {
     builder
@@ -42,36 +40,27 @@ pub(super) fn register(builder: ServerBuilder) -> ServerBuilder {
         )
 }
 
-async fn static_text(_ctx: RequestContext, uri: String, _vars: TemplateVars) -> ReadResult {
-    Ok(vec![
-        TextResourceContents::new(uri, "This is the content of the static text resource.")
-            .with_mime_type("text/plain")
-            .into(),
-    ])
+async fn static_text() -> &'static str {
+    "This is the content of the static text resource."
 }
 
-async fn static_binary(_ctx: RequestContext, uri: String, _vars: TemplateVars) -> ReadResult {
-    Ok(vec![
-        BlobResourceContents::new(uri, PNG_1X1)
-            .with_mime_type("image/png")
-            .into(),
-    ])
+/// The PNG is kept base64-encoded, as the wire carries it.
+async fn static_binary(uri: Uri) -> ResourceContents {
+    BlobResourceContents::new(uri.0, PNG_1X1)
+        .with_mime_type("image/png")
+        .into()
 }
 
-async fn watched(_ctx: RequestContext, uri: String, _vars: TemplateVars) -> ReadResult {
-    Ok(vec![
-        TextResourceContents::new(uri, "Watched resource content")
-            .with_mime_type("text/plain")
-            .into(),
-    ])
+async fn watched() -> &'static str {
+    "Watched resource content"
 }
 
-async fn template(_ctx: RequestContext, uri: String, vars: TemplateVars) -> ReadResult {
-    let id = vars.get("id").map(String::as_str).unwrap_or_default();
-    let body = json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")});
-    Ok(vec![
-        TextResourceContents::new(uri, body.to_string())
-            .with_mime_type("application/json")
-            .into(),
-    ])
+/// The template's variable.
+#[derive(Deserialize, JsonSchema)]
+struct TemplateId {
+    id: String,
+}
+
+async fn template(TemplateId { id }: TemplateId) -> Json<serde_json::Value> {
+    Json(json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")}))
 }

@@ -346,7 +346,7 @@ async fn trigger_prompt_change(ctx: RequestContext, _args: JsonObject) -> ToolRe
     let prompt = Prompt::new(&name)
         .with_description("A transient prompt registered by test_trigger_prompt_change");
     ctx.server()
-        .add_prompt(prompt, |_ctx: RequestContext, _args| async move {
+        .add_prompt_handler(prompt, |_ctx: RequestContext, _args| async move {
             Ok(GetPromptResult::new(vec![PromptMessage::user_text(
                 "A transient prompt",
             )]))

@@ -23,7 +23,7 @@ fn server(eras: Eras) -> Server {
             ..Default::default()
         })
         .instructions("be kind")
-        .tool(
+        .tool_handler(
             Tool::new(
                 "echo",
                 json!({"type": "object"}).as_object().unwrap().clone(),
@@ -36,7 +36,7 @@ fn server(eras: Eras) -> Server {
                 ))
             },
         )
-        .tool(
+        .tool_handler(
             Tool::without_arguments("version"),
             |ctx: RequestContext, _args: JsonObject| async move {
                 Ok(CallToolResult::text(ctx.protocol_version()))
@@ -66,14 +66,14 @@ fn server(eras: Eras) -> Server {
                 }))
             },
         )
-        .tool(
+        .tool_handler(
             Tool::without_arguments("wait"),
             |ctx: RequestContext, _args: JsonObject| async move {
                 ctx.cancelled().await;
                 Ok(CallToolResult::text("cancelled"))
             },
         )
-        .resource(
+        .resource_handler(
             Resource::new("test://a", "a"),
             |_ctx: RequestContext, uri: String, _vars| async move {
                 Ok::<_, HandlerError>(vec![ResourceContents::from(TextResourceContents::new(

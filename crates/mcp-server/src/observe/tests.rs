@@ -137,7 +137,7 @@ impl RequestObserver for Recorder {
 /// `wait` tells `started` when it runs, then waits for its cancellation.
 fn server(observer: Recorder, started: Arc<Notify>) -> Server {
     Server::builder("observed", "0.0.1")
-        .tool(
+        .tool_handler(
             Tool::new(
                 "echo",
                 json!({"type": "object"}).as_object().unwrap().clone(),
@@ -148,13 +148,13 @@ fn server(observer: Recorder, started: Arc<Notify>) -> Server {
                 ))
             },
         )
-        .tool(
+        .tool_handler(
             Tool::without_arguments("fail"),
             |_ctx: RequestContext, _args: JsonObject| async move {
                 Ok(CallToolResult::error("it failed, as tools do"))
             },
         )
-        .tool(
+        .tool_handler(
             Tool::without_arguments("wait"),
             move |ctx: RequestContext, _args: JsonObject| {
                 let started = started.clone();
@@ -165,7 +165,7 @@ fn server(observer: Recorder, started: Arc<Notify>) -> Server {
                 }
             },
         )
-        .resource(
+        .resource_handler(
             Resource::new("test://a", "a"),
             |_ctx: RequestContext, uri: String, _vars| async move {
                 Ok::<_, HandlerError>(vec![ResourceContents::from(TextResourceContents::new(
@@ -173,7 +173,7 @@ fn server(observer: Recorder, started: Arc<Notify>) -> Server {
                 ))])
             },
         )
-        .prompt(
+        .prompt_handler(
             Prompt::new("greet"),
             |_ctx: RequestContext, _args| async move {
                 Ok::<_, HandlerError>(GetPromptResult::new(vec![PromptMessage::user_text("hi")]))

@@ -59,12 +59,12 @@ fn server() -> Server {
             Tool::without_arguments("admin").with_scopes(["db:admin", "db:read"]),
             tool,
         )
-        .resource(Resource::new("mem://public", "public"), reader)
-        .resource(
+        .resource_handler(Resource::new("mem://public", "public"), reader)
+        .resource_handler(
             Resource::new("mem://secret", "secret").with_scopes(["files:read"]),
             reader,
         )
-        .resource_template(
+        .template_handler(
             ResourceTemplate::new("mem://vault/{key}", "vault").with_scopes(["vault"]),
             reader,
         )
@@ -370,7 +370,7 @@ async fn calls_beyond_the_callers_scopes_are_refused_naming_every_scope_needed()
 #[tokio::test]
 async fn handlers_refuse_by_argument_with_the_same_error() {
     let server = Server::builder("by-arg", "1")
-        .tool(
+        .tool_handler(
             Tool::without_arguments("pick"),
             |ctx: RequestContext, _args: JsonObject| async move {
                 ctx.require_scopes("pick on \"b\"", &Scopes::all(["b:read"]))?;

@@ -241,17 +241,17 @@ pub fn modern_only_server(probes: Arc<Probes>) -> Server {
 pub fn full_builder(probes: Arc<Probes>) -> ServerBuilder {
     let slow_probes = probes.clone();
     Server::builder("http-it", "0.0.1")
-        .tool(
+        .tool_handler(
             echo_tool(),
             |_ctx: RequestContext, args: JsonObject| async move {
                 Ok(CallToolResult::text(text_arg(&args, "text")))
             },
         )
-        .tool(slow_tool(), move |ctx: RequestContext, args: JsonObject| {
+        .tool_handler(slow_tool(), move |ctx: RequestContext, args: JsonObject| {
             let probes = slow_probes.clone();
             async move { Ok(run_slow(probes, ctx, args).await) }
         })
-        .tool(
+        .tool_handler(
             region_tool(),
             |_ctx: RequestContext, args: JsonObject| async move {
                 let count = args
@@ -263,7 +263,7 @@ pub fn full_builder(probes: Arc<Probes>) -> ServerBuilder {
                 )))
             },
         )
-        .tool(
+        .tool_handler(
             sample_tool(),
             |mut ctx: RequestContext, _args: JsonObject| async move {
                 let params = CreateMessageRequestParams::new(
@@ -274,7 +274,7 @@ pub fn full_builder(probes: Arc<Probes>) -> ServerBuilder {
                 Ok(CallToolResult::text(format!("the model said {answer:?}")))
             },
         )
-        .tool(
+        .tool_handler(
             chatty_tool(),
             |ctx: RequestContext, _args: JsonObject| async move {
                 for (level, line) in [
@@ -288,7 +288,7 @@ pub fn full_builder(probes: Arc<Probes>) -> ServerBuilder {
                 Ok(CallToolResult::text("logged"))
             },
         )
-        .prompt(
+        .prompt_handler(
             Prompt::new(UNICODE_PROMPT).with_description("Greets in German"),
             |_ctx: RequestContext, _args| async move {
                 Ok::<_, HandlerError>(GetPromptResult::new(vec![PromptMessage::user_text(
@@ -296,7 +296,7 @@ pub fn full_builder(probes: Arc<Probes>) -> ServerBuilder {
                 )]))
             },
         )
-        .resource(
+        .resource_handler(
             Resource::new(UNICODE_URI, "zurich").with_description("A page about Zürich"),
             |_ctx: RequestContext, uri: String, _vars| async move {
                 Ok::<_, HandlerError>(vec![ResourceContents::from(TextResourceContents::new(
@@ -309,13 +309,13 @@ pub fn full_builder(probes: Arc<Probes>) -> ServerBuilder {
 /// Only tools (`echo` and `slow`): a listen request for prompt or resource changes is not honoured.
 pub fn tools_only_server(probes: Arc<Probes>) -> Server {
     Server::builder("http-it-tools", "0.0.1")
-        .tool(
+        .tool_handler(
             echo_tool(),
             |_ctx: RequestContext, args: JsonObject| async move {
                 Ok(CallToolResult::text(text_arg(&args, "text")))
             },
         )
-        .tool(slow_tool(), move |ctx: RequestContext, args: JsonObject| {
+        .tool_handler(slow_tool(), move |ctx: RequestContext, args: JsonObject| {
             let probes = probes.clone();
             async move { Ok(run_slow(probes, ctx, args).await) }
         })

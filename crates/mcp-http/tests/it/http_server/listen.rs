@@ -151,7 +151,7 @@ async fn listen_delivers_only_what_was_asked_for() {
     assert_eq!(note["params"]["uri"], UNICODE_URI);
 
     srv.server
-        .add_prompt(
+        .add_prompt_handler(
             Prompt::new("late_prompt").with_description("Added at run time"),
             |_ctx: RequestContext, _args| async move {
                 Ok::<_, mcp_server::HandlerError>(GetPromptResult::new(vec![

@@ -42,7 +42,7 @@ fn observed_with_arguments(probes: Arc<Probes>) -> Server {
 }
 
 fn with_fail(builder: mcp_server::ServerBuilder) -> mcp_server::ServerBuilder {
-    builder.tool(
+    builder.tool_handler(
         Tool::without_arguments("fail").with_description("Always reports a tool error"),
         |_ctx: RequestContext, _args: JsonObject| async move {
             Ok(CallToolResult::error("the tool failed"))

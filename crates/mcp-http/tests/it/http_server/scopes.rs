@@ -85,27 +85,27 @@ fn scoped_server() -> Server {
             page_size: 2,
             ..Default::default()
         })
-        .tool(
+        .tool_handler(
             Tool::without_arguments("admin").with_scopes(["db:read", "db:admin"]),
             text_tool("admin"),
         )
-        .tool(Tool::without_arguments("open"), text_tool("open"))
-        .tool(
+        .tool_handler(Tool::without_arguments("open"), text_tool("open"))
+        .tool_handler(
             Tool::without_arguments("read").with_scopes(["db:read"]),
             text_tool("read"),
         )
-        .tool(
+        .tool_handler(
             Tool::without_arguments("write").with_scopes(["db:write"]),
             text_tool("write"),
         )
-        .tool(
+        .tool_handler(
             Tool::without_arguments("slow").with_scopes(["db:write"]),
             |ctx: RequestContext, _args: JsonObject| async move {
                 ctx.progress(1.0, Some(2.0), None);
                 Ok(CallToolResult::text("slow done"))
             },
         )
-        .tool(
+        .tool_handler(
             Tool::new(
                 "pick",
                 json!({"type": "object", "properties": {"table": {"type": "string"}}})
@@ -121,11 +121,11 @@ fn scoped_server() -> Server {
                 Ok(CallToolResult::text(table))
             },
         )
-        .resource(
+        .resource_handler(
             Resource::new("mem://secret", "secret").with_scopes(["files:read"]),
             read,
         )
-        .resource_template(
+        .template_handler(
             ResourceTemplate::new("mem://vault/{key}", "vault").with_scopes(["vault"]),
             read,
         )

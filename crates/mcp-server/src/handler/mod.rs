@@ -1,4 +1,13 @@
-//! Handler traits. Closures implement them, so most servers never name these traits.
+//! Handlers: plain async functions whose parameters are extracted from the call ([`extract`],
+//! [`func`]) and whose return values convert into results ([`output`]), and underneath them the
+//! object-safe traits the registry stores. Closures over the raw request implement those traits
+//! too, for servers that want the call as it came.
+
+pub(crate) mod extract;
+pub(crate) mod func;
+pub(crate) mod output;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 use std::future::Future;

@@ -1,0 +1,9 @@
+use mcp_macros::tool;
+
+/// Echoes.
+#[tool(readonly)]
+async fn echo(text: String) -> String {
+    text
+}
+
+fn main() {}

@@ -1,0 +1,197 @@
+//! mcp-rs: the Model Context Protocol in Rust, as one crate to depend on.
+//!
+//! A server is a set of plain async functions. Their parameters are extracted from the call (the
+//! arguments as a type of your own with a generated JSON Schema, [`State`](server::State), the
+//! [`RequestContext`](server::RequestContext), the caller's [`Principal`](server::Principal)), and
+//! what they return becomes the result (`String`, [`Json<T>`](server::Json) with a generated
+//! output schema, `Result<T, E>` with `?` on any error). The server serves the stateless
+//! 2026-07-28 revision and the handshake era (2025-03-26 to 2025-11-25) from one registration, on
+//! stdio or Streamable HTTP.
+//!
+//! ```no_run
+//! use mcp::prelude::*;
+//!
+//! /// Adds two numbers.
+//! #[tool(read_only)]
+//! async fn add(a: f64, b: f64) -> String {
+//!     (a + b).to_string()
+//! }
+//!
+//! fn main() -> mcp::Result<()> {
+//!     // stdio, or Streamable HTTP with `--http 127.0.0.1:8080`.
+//!     mcp::run(Server::builder("calc", "1.0.0").route(add_tool()))
+//! }
+//! ```
+//!
+//! The same without macros: `.tool(ToolDef::new("add").read_only(true), add)` with `add` taking
+//! one `#[derive(Deserialize, JsonSchema)]` struct. The crates underneath are re-exported whole:
+//! [`server`] (mcp-server), [`types`] (mcp-types), `http` (mcp-http, feature `http`), `auth`
+//! (mcp-auth, feature `auth`), `client` (mcp-client, feature `client`).
+//!
+//! Features: `server` (always on), `http` (default), `macros` (default), `tls`, `auth`, `client`.
+
+#[cfg(feature = "http")]
+use std::net::SocketAddr;
+
+pub use mcp_jsonrpc as jsonrpc;
+pub use mcp_server as server;
+pub use mcp_types as types;
+
+#[cfg(feature = "auth")]
+pub use mcp_auth as auth;
+#[cfg(feature = "client")]
+pub use mcp_client as client;
+#[cfg(feature = "http")]
+pub use mcp_http as http;
+#[cfg(feature = "macros")]
+pub use mcp_macros::{prompt, resource, tool, tools};
+
+/// What a server needs in one import: the builder, the handler types, the common result types,
+/// serde's and schemars' derives, and the macros (feature `macros`).
+pub mod prelude {
+    pub use mcp_server::{
+        HandlerError, Json, Principal, PromptDef, RequestContext, Route, Scopes, Server,
+        ServerBuilder, State, ToolDef, Toolbox, Uri,
+    };
+    pub use mcp_types::{
+        CallToolResult, ContentBlock, GetPromptResult, PromptMessage, Resource, ResourceTemplate,
+    };
+    pub use schemars::JsonSchema;
+    pub use serde::{Deserialize, Serialize};
+
+    #[cfg(feature = "macros")]
+    pub use mcp_macros::{prompt, resource, tool, tools};
+}
+
+/// Any error of starting or serving, with its message.
+pub type Error = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// A `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Where [`serve`] serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Transport {
+    /// One JSON-RPC message per line on stdin and stdout.
+    Stdio,
+    /// Streamable HTTP at `http://ADDR/mcp` (feature `http`).
+    #[cfg(feature = "http")]
+    Http(SocketAddr),
+}
+
+impl Transport {
+    /// The transport the command line names: `--http ADDR` (or `--http=ADDR`) for Streamable
+    /// HTTP, `--stdio` or nothing for stdio. Anything else is refused with a usage message.
+    pub fn from_args() -> Result<Self> {
+        Self::parse(std::env::args().skip(1))
+    }
+
+    /// [`from_args`](Self::from_args) on given arguments (without the program name).
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Self> {
+        let mut args = args.into_iter();
+        let mut transport = Transport::Stdio;
+        while let Some(arg) = args.next() {
+            let addr = match arg.as_str() {
+                "--stdio" => {
+                    transport = Transport::Stdio;
+                    continue;
+                }
+                "--http" => args.next(),
+                other => match other.strip_prefix("--http=") {
+                    Some(addr) => Some(addr.to_owned()),
+                    None => return Err(usage(format!("unknown argument {other:?}"))),
+                },
+            };
+            let Some(addr) = addr else {
+                return Err(usage(
+                    "--http needs an address, such as 127.0.0.1:8080".into(),
+                ));
+            };
+            transport = http_transport(&addr)?;
+        }
+        Ok(transport)
+    }
+}
+
+fn usage(problem: String) -> Error {
+    format!("{problem}; usage: [--stdio | --http ADDR]").into()
+}
+
+#[cfg(feature = "http")]
+fn http_transport(addr: &str) -> Result<Transport> {
+    let addr: SocketAddr = addr
+        .parse()
+        .map_err(|e| usage(format!("--http {addr:?}: {e}")))?;
+    Ok(Transport::Http(addr))
+}
+
+#[cfg(not(feature = "http"))]
+fn http_transport(_: &str) -> Result<Transport> {
+    Err(usage(
+        "this build has no HTTP (the `http` feature of mcp)".into(),
+    ))
+}
+
+/// Builds the server and serves it on the transport the command line names
+/// ([`Transport::from_args`]) until stdin closes (stdio) or SIGINT/SIGTERM (HTTP), on a runtime of
+/// its own. For a server inside an application that has a runtime, use [`serve`].
+pub fn run(builder: mcp_server::ServerBuilder) -> Result<()> {
+    let transport = Transport::from_args()?;
+    let server = builder.build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(serve(server, transport))
+}
+
+/// Serves `server` on `transport` until stdin closes (stdio) or SIGINT/SIGTERM (HTTP, which then
+/// drains gracefully).
+pub async fn serve(server: mcp_server::Server, transport: Transport) -> Result<()> {
+    match transport {
+        Transport::Stdio => {
+            mcp_server::stdio::serve_stdio(server, Default::default()).await?;
+        }
+        #[cfg(feature = "http")]
+        Transport::Http(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr).await?;
+            eprintln!(
+                "{} serving MCP at http://{}/mcp",
+                server.info().name,
+                listener.local_addr()?
+            );
+            let service = mcp_http::server::McpService::new(server, Default::default());
+            mcp_http::server::serve(listener, service).await?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Transport;
+
+    fn parse(args: &[&str]) -> super::Result<Transport> {
+        Transport::parse(args.iter().map(|s| (*s).to_owned()))
+    }
+
+    #[test]
+    fn the_command_line_names_the_transport() {
+        assert_eq!(parse(&[]).unwrap(), Transport::Stdio);
+        assert_eq!(parse(&["--stdio"]).unwrap(), Transport::Stdio);
+        assert_eq!(
+            parse(&["--http", "127.0.0.1:9"]).unwrap(),
+            Transport::Http("127.0.0.1:9".parse().unwrap())
+        );
+        assert_eq!(
+            parse(&["--http=[::1]:80"]).unwrap(),
+            Transport::Http("[::1]:80".parse().unwrap())
+        );
+        let err = parse(&["--http"]).unwrap_err().to_string();
+        assert!(err.contains("needs an address"), "{err}");
+        let err = parse(&["--http", "nowhere"]).unwrap_err().to_string();
+        assert!(err.contains("\"nowhere\""), "{err}");
+        let err = parse(&["--verbose"]).unwrap_err().to_string();
+        assert!(err.contains("usage: [--stdio | --http ADDR]"), "{err}");
+    }
+}

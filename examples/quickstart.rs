@@ -1,0 +1,33 @@
+//! Three tools with the macros: typed arguments, application state, structured output. Serve it
+//! on stdio with `cargo run -p mcp --example quickstart`, or add `-- --http 127.0.0.1:8080`.
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use mcp::prelude::*;
+
+/// Returns the text unchanged.
+#[tool(read_only)]
+async fn echo(text: String) -> String {
+    text
+}
+
+/// Counts the calls of this tool.
+#[tool]
+async fn hits(count: State<AtomicU64>) -> String {
+    (count.fetch_add(1, Ordering::Relaxed) + 1).to_string()
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Sum {
+    sum: f64,
+}
+
+/// Adds two numbers.
+#[tool(read_only)]
+async fn add(a: f64, b: f64) -> Json<Sum> {
+    Json(Sum { sum: a + b })
+}
+
+fn main() -> mcp::Result<()> {
+    let server = Server::builder("quickstart", "1.0.0").state(AtomicU64::new(0));
+    mcp::run(server.routes([echo_tool(), hits_tool(), add_tool()]))
+}
