@@ -341,7 +341,8 @@ def main():
         what = {
             "validate_typical_call": "input-schema validation of a typical tool call's arguments",
             "handle_tools_call_echo": "one `tools/call` through `Server::handle`: decode, route, validate, call, encode",
-            "handle_tools_list_1000": "`tools/list` with 1,000 registered tools (a cached, pre-encoded page)",
+            "handle_tools_call_echo_fn": "the same through the function API: typed arguments decoded by the extractor, a `String` result",
+            "handle_tools_list_1000": "`tools/list` with 1,002 registered tools (a cached, pre-encoded page)",
             "service_tools_call_echo": "one `tools/call` through the HTTP service: headers, body, checks, dispatch, response",
         }
         for name, text in what.items():

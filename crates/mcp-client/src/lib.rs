@@ -27,17 +27,14 @@
 //!
 //! ```
 //! use mcp_client::{Client, Error};
-//! use mcp_server::{RequestContext, Server};
-//! use mcp_types::{CallToolResult, JsonObject, Tool};
+//! use mcp_server::Server;
 //! use serde_json::json;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Error> {
 //! // A server to talk to, served over an in-memory pipe with the stdio framing.
 //! let server = Server::builder("demo", "1.0.0")
-//!     .tool(Tool::without_arguments("hello"), |_ctx: RequestContext, _args: JsonObject| async {
-//!         Ok(CallToolResult::text("hello, world"))
-//!     })
+//!     .tool("hello", || async { "hello, world" })
 //!     .build()
 //!     .expect("the server builds");
 //! let (client_end, server_end) = tokio::io::duplex(64 * 1024);

@@ -8,30 +8,64 @@
 //! Observers ([`observe`]) see every request, notification and listen stream on every transport:
 //! [`Metrics`] counts them for Prometheus and [`RequestLog`] logs one `tracing` event per request.
 //!
-//! ```
-//! use mcp_server::{Server, RequestContext, stdio};
-//! use mcp_types::{CallToolResult, Tool};
-//! use schemars::JsonSchema;
-//! use serde::Deserialize;
+//! Handlers are plain async functions. Each parameter is extracted from the call ([`FromCall`]):
+//! the arguments as a type of your own (its JSON Schema becomes the tool's `inputSchema`),
+//! [`State<S>`] given once to the builder, the [`RequestContext`] (progress, logging,
+//! cancellation, MRTR input requests), the caller's [`Principal`]. The return value becomes the
+//! result ([`IntoToolResult`]): text, [`Json<T>`] with a generated `outputSchema`, content blocks,
+//! or a `Result` whose error, through `?` from any error type, the model reads as an `isError`
+//! result.
 //!
+//! ```
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//!
+//! use mcp_server::{HandlerError, Json, RequestContext, Server, State, ToolDef, stdio};
+//! use schemars::JsonSchema;
+//! use serde::{Deserialize, Serialize};
+//!
+//! /// Echoes its input.
 //! #[derive(Deserialize, JsonSchema)]
 //! struct Echo {
 //!     /// The text to send back.
 //!     text: String,
 //! }
 //!
+//! #[derive(Serialize, JsonSchema)]
+//! struct Echoed {
+//!     text: String,
+//!     calls: u64,
+//! }
+//!
+//! async fn echo(
+//!     ctx: RequestContext,
+//!     calls: State<AtomicU64>,
+//!     Echo { text }: Echo,
+//! ) -> Result<Json<Echoed>, HandlerError> {
+//!     if text.is_empty() {
+//!         return Err("say something".into());
+//!     }
+//!     ctx.progress(1.0, Some(1.0), None);
+//!     let calls = calls.fetch_add(1, Ordering::Relaxed) + 1;
+//!     Ok(Json(Echoed { text, calls }))
+//! }
+//!
 //! # fn main() -> Result<(), mcp_server::BuildError> {
 //! let server = Server::builder("echo-server", "1.0.0")
-//!     .typed_tool(
-//!         Tool::new("echo", Default::default()).with_description("Echoes its input"),
-//!         |_ctx: RequestContext, args: Echo| async move { Ok(CallToolResult::text(args.text)) },
-//!     )
+//!     .state(AtomicU64::new(0))
+//!     .tool(ToolDef::new("echo").read_only(true), echo)
 //!     .build()?;
+//! let tool = &server.tools()[0];
+//! assert_eq!(tool.description.as_deref(), Some("Echoes its input."));
+//! assert!(tool.output_schema.is_some());
 //! // Serve it: `stdio::serve_stdio(server, Default::default()).await`.
-//! # let _ = server;
+//! # let _ = stdio::serve_stdio;
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! The `mcp-macros` crate generates the same registrations from `#[tool]` functions, and the raw
+//! handler traits ([`ToolHandler`] and friends, registered with
+//! [`tool_handler`](ServerBuilder::tool_handler) and its siblings) take the request as it came.
 
 mod context;
 mod defs;

@@ -126,7 +126,7 @@ impl OriginPolicy {
         self
     }
 
-    /// Checks a request: which host it is addressed to (see [`request_host`]) and its `Origin`
+    /// Checks a request: which host it is addressed to (the `Host` header, else the URI authority, as HTTP/2 sends it) and its `Origin`
     /// (at most one). This is what the endpoint and the metrics path run first.
     pub fn check_request(
         &self,

@@ -28,14 +28,18 @@ pub enum TlsError {
     /// A file could not be read.
     #[error("cannot read {}: {source}", path.display())]
     Read {
+        /// The file.
         path: PathBuf,
+        /// What went wrong.
         #[source]
         source: std::io::Error,
     },
     /// The certificate file holds no PEM `CERTIFICATE` section, or a malformed one.
     #[error("{}: no PEM certificate in it ({source})", path.display())]
     Certificate {
+        /// The file.
         path: PathBuf,
+        /// What went wrong.
         #[source]
         source: rustls_pki_types::pem::Error,
     },
@@ -45,15 +49,20 @@ pub enum TlsError {
         path.display()
     )]
     Key {
+        /// The file.
         path: PathBuf,
+        /// What went wrong.
         #[source]
         source: rustls_pki_types::pem::Error,
     },
     /// rustls refused the key, or the key is not the certificate's.
     #[error("{} and {}: {source}", cert.display(), key.display())]
     Refused {
+        /// The certificate file.
         cert: PathBuf,
+        /// The key file.
         key: PathBuf,
+        /// What went wrong.
         #[source]
         source: rustls::Error,
     },

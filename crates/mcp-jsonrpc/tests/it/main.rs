@@ -1,1 +1,2 @@
+//! Property tests of the two-phase decode.
 mod decode_props;
