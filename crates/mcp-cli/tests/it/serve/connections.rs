@@ -419,8 +419,10 @@ fn slow_readers_are_dropped_after_the_write_timeout_and_memory_returns() {
          once dropped ({:.1} s after they asked)",
         dropped_after.as_secs_f64()
     );
+    // The answers are written and dropped at staggered times on a loaded machine (each 2 s after
+    // its own write stalled), so the peak holds a dozen or more of them at once, not all 40.
     assert!(
-        peak > baseline + 200.0,
+        peak > baseline + 100.0,
         "the answers were held: {peak:.1} MiB"
     );
     assert!(
