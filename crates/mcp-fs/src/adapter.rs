@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use mcp_server::{
-    BoxFuture, HandlerError, RequestContext, ResourceHandler, Scoped, Scopes, Server,
-    ServerBuilder, TemplateVars, WithScopes,
+    BoxFuture, HandlerError, InsufficientScope, Principal, Scoped, Scopes, Server, ServerBuilder,
+    Uri, WithScopes,
 };
 use mcp_types::{ErrorObject, Resource, ResourceContents, ResourceTemplate, TextResourceContents};
 use serde_json::json;
@@ -204,13 +204,13 @@ impl FsAdapter {
         for i in order {
             let root = &self.inner.roots[i];
             builder = builder
-                .resource_handler(root.resource(), self.inner.handler(i))
-                .template_handler(root.template(), self.inner.handler(i));
+                .resource(root.resource(), self.inner.reader())
+                .resource_template(root.template(), self.inner.reader());
             let mut uris = BTreeSet::new();
             for resource in self.inner.top_level(i) {
                 uris.insert(resource.uri.clone());
                 let resource = resource.with_scopes(root.scopes.clone());
-                builder = builder.resource_handler(resource, self.inner.handler(i));
+                builder = builder.resource(resource, self.inner.reader());
             }
             listed[i] = uris;
         }
@@ -231,11 +231,55 @@ impl Inner {
         self.listed.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn handler(self: &Arc<Self>, root: usize) -> RootHandler {
-        RootHandler {
-            inner: self.clone(),
-            root,
+    /// The handler of every registration: reads a URI under the innermost root that holds it.
+    /// (The runtime variables are percent-decoded, which loses the difference between `/` and
+    /// `%2F`, so the handler takes the raw URI and parses it itself.)
+    fn reader(
+        self: &Arc<Self>,
+    ) -> impl Fn(Principal, Uri) -> BoxFuture<Result<Vec<ResourceContents>, HandlerError>>
+    + Send
+    + Sync
+    + 'static {
+        let inner = self.clone();
+        move |principal: Principal, Uri(uri): Uri| {
+            let inner = inner.clone();
+            Box::pin(async move { inner.read_as(&principal, uri).await })
         }
+    }
+
+    /// Serves `resources/read` for `uri` to `principal`.
+    async fn read_as(
+        self: Arc<Self>,
+        principal: &Principal,
+        uri: String,
+    ) -> Result<Vec<ResourceContents>, HandlerError> {
+        // Roots may nest, and the runtime serves a URI by the first template that matches it: a
+        // file of a nested root may arrive through the template of the root around it. It needs
+        // the scopes of every root that contains it, not only of the one that matched.
+        if let Some(other) = self
+            .roots
+            .iter()
+            .find(|r| uri.starts_with(&r.uri) && !r.scopes.allows(principal))
+        {
+            return Err(
+                InsufficientScope::new(&format!("the resource {uri}"), &other.scopes).into(),
+            );
+        }
+        // The innermost root that holds the URI is the one whose template the runtime matched
+        // (nested roots are registered first).
+        let Some(root) = self
+            .roots
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| uri.starts_with(&r.uri))
+            .max_by_key(|(_, r)| r.uri.len())
+            .map(|(i, _)| i)
+        else {
+            return Err(HandlerError::resource_not_found(&uri));
+        };
+        tokio::task::spawn_blocking(move || self.read(root, &uri))
+            .await
+            .unwrap_or_else(|e| Err(HandlerError::failed(format!("read task failed: {e}"))))
     }
 
     /// Serves `resources/read` for `uri` under root `root`.
@@ -385,7 +429,7 @@ impl Inner {
             }
             let uri = resource.uri.clone();
             let resource = resource.with_scopes(self.roots[i].scopes.clone());
-            if let Err(e) = server.add_resource_handler(resource, self.handler(i)) {
+            if let Err(e) = server.add_resource(resource, self.reader()) {
                 tracing::warn!(uri, error = %e, "cannot list a new file");
             }
         }
@@ -400,42 +444,6 @@ fn too_large(uri: &str, size: u64, max: u64) -> HandlerError {
         ErrorObject::new(mcp_jsonrpc::code::INVALID_PARAMS, "Resource too large")
             .with_data(json!({ "uri": uri, "size": size, "maxBytes": max })),
     )
-}
-
-/// Serves reads under one root.
-struct RootHandler {
-    inner: Arc<Inner>,
-    root: usize,
-}
-
-impl ResourceHandler for RootHandler {
-    fn read(
-        &self,
-        ctx: RequestContext,
-        uri: String,
-        // The runtime's variables are percent-decoded, which loses the difference between `/` and
-        // `%2F`; the raw URI is parsed instead.
-        _vars: TemplateVars,
-    ) -> BoxFuture<Result<Vec<ResourceContents>, HandlerError>> {
-        let inner = self.inner.clone();
-        let root = self.root;
-        // Roots may nest, and the runtime serves a URI by the first template that matches it: a
-        // file of a nested root may arrive through the template of the root around it. It needs
-        // the scopes of every root that contains it, not only of the one that matched.
-        if let Some(other) = inner
-            .roots
-            .iter()
-            .find(|r| uri.starts_with(&r.uri) && !r.scopes.allows(ctx.principal()))
-        {
-            let refused = ctx.require_scopes(&format!("the resource {uri}"), &other.scopes);
-            return Box::pin(async move { refused.map(|()| Vec::new()) });
-        }
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || inner.read(root, &uri))
-                .await
-                .unwrap_or_else(|e| Err(HandlerError::failed(format!("read task failed: {e}"))))
-        })
-    }
 }
 
 #[cfg(test)]
