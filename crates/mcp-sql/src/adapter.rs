@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use mcp_server::{
-    HandlerError, RequestContext, Scoped, Scopes, Server, ServerBuilder, TemplateVars, ToolResult,
-    WithScopes,
+    BoxFuture, HandlerError, RequestContext, Scoped, Scopes, Server, ServerBuilder, ToolResult,
+    Uri, WithScopes,
 };
 use mcp_types::{
-    CallToolResult, ContentBlock, JsonObject, Resource, ResourceContents, ResourceTemplate,
+    CallToolResult, ContentBlock, Resource, ResourceContents, ResourceTemplate,
     TextResourceContents,
 };
 use serde::de::DeserializeOwned;
@@ -62,11 +62,6 @@ fn rich(text: String, structured: Value) -> CallToolResult {
         structured_content: Some(structured),
         ..CallToolResult::default()
     }
-}
-
-/// Decodes a tool's arguments; the error is the message for the model.
-fn parse<T: DeserializeOwned>(arguments: JsonObject) -> Result<T, String> {
-    serde_json::from_value(Value::Object(arguments)).map_err(|e| format!("Invalid arguments: {e}"))
 }
 
 impl SqlAdapter {
@@ -203,24 +198,24 @@ impl SqlAdapter {
         );
         let mut builder = builder
             .enable_resources()
-            .tool_handler(
+            .tool(
                 tools::list_tables(dbs).with_scopes(read.clone()),
                 self.handler(Self::list_tables),
             )
-            .tool_handler(
+            .tool(
                 tools::describe_table(dbs).with_scopes(read.clone()),
                 self.handler(Self::describe_table),
             )
-            .tool_handler(
+            .tool(
                 tools::query(dbs).with_scopes(read),
                 self.handler(Self::query),
             );
         if let Some(execute) = tools::execute(dbs) {
-            builder = builder.tool_handler(execute.with_scopes(write), self.handler(Self::execute));
+            builder = builder.tool(execute.with_scopes(write), self.handler(Self::execute));
         }
         let cancel = CancellationToken::new();
         for db in dbs {
-            builder = builder.template_handler(template(db), table_reader(db.clone()));
+            builder = builder.resource_template(template(db), table_reader(db.clone()));
             let tables = db
                 .inner
                 .engine
@@ -230,8 +225,7 @@ impl SqlAdapter {
             let mut registered = db.inner.registered.lock().await;
             for t in tables {
                 let uri = db.table_uri(&t.schema, &t.name);
-                builder = builder
-                    .resource_handler(table_resource(db, &t, &uri), table_reader(db.clone()));
+                builder = builder.resource(table_resource(db, &t, &uri), table_reader(db.clone()));
                 registered.insert(uri, t.fingerprint);
             }
         }
@@ -249,26 +243,30 @@ impl SqlAdapter {
         Ok(())
     }
 
-    /// Wraps a method as a tool handler.
-    fn handler<F, Fut>(&self, method: F) -> impl mcp_server::ToolHandler
+    /// A method as a tool handler: a closure over the adapter that takes the context and the
+    /// typed arguments. (A closure rather than `State<..>`: two adapters may serve one server.)
+    fn handler<A, F, Fut>(
+        &self,
+        method: F,
+    ) -> impl Fn(RequestContext, A) -> Fut + Send + Sync + 'static
     where
-        F: Fn(Arc<Inner>, RequestContext, JsonObject) -> Fut + Send + Sync + Copy + 'static,
+        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
+        F: Fn(Arc<Inner>, RequestContext, A) -> Fut + Send + Sync + Copy + 'static,
         Fut: std::future::Future<Output = ToolResult> + Send + 'static,
     {
         let inner = self.inner.clone();
-        move |ctx: RequestContext, arguments: JsonObject| method(inner.clone(), ctx, arguments)
+        move |ctx: RequestContext, args: A| method(inner.clone(), ctx, args)
     }
 
     async fn list_tables(
         inner: Arc<Inner>,
         ctx: RequestContext,
-        arguments: JsonObject,
+        args: ListTablesArgs,
     ) -> ToolResult {
-        let (args, db) =
-            match inner.call::<ListTablesArgs>(arguments, false, |a| a.database.as_deref()) {
-                Ok(call) => call,
-                Err(message) => return Ok(CallToolResult::error(message)),
-            };
+        let db = match inner.database(args.database.as_deref(), false) {
+            Ok(db) => db,
+            Err(message) => return Ok(CallToolResult::error(message)),
+        };
         allowed(&ctx, tools::LIST_TABLES, db, false)?;
         let cancel = ctx.cancellation_token();
         let tables = match db.inner.engine.tables(db.config().limits, &cancel).await {
@@ -323,13 +321,12 @@ impl SqlAdapter {
     async fn describe_table(
         inner: Arc<Inner>,
         ctx: RequestContext,
-        arguments: JsonObject,
+        args: DescribeTableArgs,
     ) -> ToolResult {
-        let (args, db) =
-            match inner.call::<DescribeTableArgs>(arguments, false, |a| a.database.as_deref()) {
-                Ok(call) => call,
-                Err(message) => return Ok(CallToolResult::error(message)),
-            };
+        let db = match inner.database(args.database.as_deref(), false) {
+            Ok(db) => db,
+            Err(message) => return Ok(CallToolResult::error(message)),
+        };
         allowed(&ctx, tools::DESCRIBE_TABLE, db, false)?;
         let cancel = ctx.cancellation_token();
         match describe(db, args.schema, args.table.clone(), &cancel).await {
@@ -352,10 +349,9 @@ impl SqlAdapter {
         }
     }
 
-    async fn query(inner: Arc<Inner>, ctx: RequestContext, arguments: JsonObject) -> ToolResult {
-        let (args, db) = match inner.call::<QueryArgs>(arguments, false, |a| a.database.as_deref())
-        {
-            Ok(call) => call,
+    async fn query(inner: Arc<Inner>, ctx: RequestContext, args: QueryArgs) -> ToolResult {
+        let db = match inner.database(args.database.as_deref(), false) {
+            Ok(db) => db,
             Err(message) => return Ok(CallToolResult::error(message)),
         };
         allowed(&ctx, tools::QUERY, db, false)?;
@@ -382,14 +378,9 @@ impl SqlAdapter {
         }
     }
 
-    async fn execute(
-        inner: Arc<Inner>,
-        mut ctx: RequestContext,
-        arguments: JsonObject,
-    ) -> ToolResult {
-        let (args, db) = match inner.call::<ExecuteArgs>(arguments, true, |a| a.database.as_deref())
-        {
-            Ok(call) => call,
+    async fn execute(inner: Arc<Inner>, mut ctx: RequestContext, args: ExecuteArgs) -> ToolResult {
+        let db = match inner.database(args.database.as_deref(), true) {
+            Ok(db) => db,
             Err(message) => return Ok(CallToolResult::error(message)),
         };
         // Before the user is asked to approve anything.
@@ -451,19 +442,6 @@ impl SqlAdapter {
 }
 
 impl Inner {
-    /// A tool call's arguments, decoded, and the database they name (one that allows writes when
-    /// `for_write`); the error is the message for the model.
-    fn call<T: DeserializeOwned>(
-        &self,
-        arguments: JsonObject,
-        for_write: bool,
-        database: impl FnOnce(&T) -> Option<&str>,
-    ) -> Result<(T, &Database), String> {
-        let args: T = parse(arguments)?;
-        let db = self.database(database(&args), for_write)?;
-        Ok((args, db))
-    }
-
     /// The database a call names, or the only one.
     fn database(&self, name: Option<&str>, for_write: bool) -> Result<&Database, String> {
         let candidates: Vec<&Database> = self
@@ -640,24 +618,26 @@ fn table_resource(db: &Database, t: &CatalogEntry, uri: &str) -> Scoped<Resource
 }
 
 /// Serves `resources/read` for a table URI: the table's description as JSON.
-fn table_reader(db: Database) -> impl mcp_server::ResourceHandler {
-    move |ctx: RequestContext, uri: String, vars: TemplateVars| {
+/// The handler of a table's resource and of the database's table template: the table's
+/// description as JSON. The schema and table come from the URI (a fixed resource has no template
+/// variables, and one parse serves both).
+fn table_reader(
+    db: Database,
+) -> impl Fn(RequestContext, Uri) -> BoxFuture<Result<Vec<ResourceContents>, HandlerError>>
++ Send
++ Sync
++ 'static {
+    move |ctx: RequestContext, Uri(uri): Uri| {
         let db = db.clone();
-        async move {
-            // A fixed resource has no variables: read them back from its URI.
-            let vars = if vars.is_empty() {
-                db.inner.template.match_uri(&uri).unwrap_or_default()
-            } else {
-                vars
-            };
+        Box::pin(async move {
+            let vars = db.inner.template.match_uri(&uri).unwrap_or_default();
             let (Some(schema), Some(table)) = (vars.get("schema"), vars.get("table")) else {
                 return Err(HandlerError::resource_not_found(&uri));
             };
             let cancel = ctx.cancellation_token();
             match describe(&db, Some(schema.clone()), table.clone(), &cancel).await {
                 Ok(Some(described)) => {
-                    let text = serde_json::to_string_pretty(&described)
-                        .map_err(|e| HandlerError::failed(e.to_string()))?;
+                    let text = serde_json::to_string_pretty(&described)?;
                     Ok(vec![ResourceContents::Text(
                         TextResourceContents::new(uri, text).with_mime_type("application/json"),
                     )])
@@ -667,7 +647,7 @@ fn table_reader(db: Database) -> impl mcp_server::ResourceHandler {
                     e.message(tools::DESCRIBE_TABLE, false),
                 )),
             }
-        }
+        })
     }
 }
 
@@ -697,8 +677,7 @@ async fn refresh(db: &Database, server: &Server) -> Result<(), SqlError> {
     for (uri, t) in now {
         match registered.get(&uri) {
             None => {
-                server
-                    .add_resource_handler(table_resource(db, t, &uri), table_reader(db.clone()))?;
+                server.add_resource(table_resource(db, t, &uri), table_reader(db.clone()))?;
                 registered.insert(uri, t.fingerprint.clone());
             }
             Some(old) if *old != t.fingerprint => {

@@ -19,14 +19,14 @@ pub(crate) const DESCRIBE_TABLE: &str = "describe_table";
 pub(crate) const QUERY: &str = "query";
 pub(crate) const EXECUTE: &str = "execute";
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ListTablesArgs {
     pub(crate) database: Option<String>,
     pub(crate) schema: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct DescribeTableArgs {
     pub(crate) database: Option<String>,
@@ -34,7 +34,7 @@ pub(crate) struct DescribeTableArgs {
     pub(crate) table: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct QueryArgs {
     pub(crate) database: Option<String>,
@@ -44,7 +44,7 @@ pub(crate) struct QueryArgs {
     pub(crate) max_rows: Option<usize>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ExecuteArgs {
     pub(crate) database: Option<String>,
