@@ -40,7 +40,7 @@ pub async fn echo(EchoArgs { text }: EchoArgs) -> Json<EchoOutput> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcp_server::{Reply, RequestIo};
+    use mcp_server::transport::{Reply, RequestIo};
 
     #[tokio::test]
     async fn echo_returns_text_and_structured_content() {

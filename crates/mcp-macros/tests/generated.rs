@@ -2,9 +2,8 @@
 //! headers, extractors in any order, prompts, resources, templates and a toolbox.
 
 use mcp_macros::{prompt, resource, tool, tools};
-use mcp_server::{
-    HandlerError, Json, Reply, RequestContext, RequestIo, Server, State, ToolDef, Uri,
-};
+use mcp_server::transport::{Reply, RequestIo};
+use mcp_server::{HandlerError, Json, RequestContext, Server, State, ToolDef, Uri};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

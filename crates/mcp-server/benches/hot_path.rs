@@ -12,7 +12,8 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use mcp_server::{Reply, RequestContext, RequestIo, Server, ToolDef, schema};
+use mcp_server::transport::{Reply, RequestIo};
+use mcp_server::{RequestContext, Server, ToolDef, schema};
 use mcp_types::{CallToolResult, JsonObject, Tool};
 use serde_json::{Value, json};
 

@@ -10,7 +10,8 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use mcp_server::observe::{Metrics, RequestLog, Transport};
-use mcp_server::{Outcome, RequestContext, RequestIo, Server, ServerBuilder};
+use mcp_server::transport::{Outcome, RequestIo};
+use mcp_server::{RequestContext, Server, ServerBuilder};
 use mcp_types::{CallToolResult, JsonObject, Tool};
 use serde_json::{Value, json};
 

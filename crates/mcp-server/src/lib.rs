@@ -83,9 +83,9 @@ mod router;
 pub mod schema;
 mod scopes;
 mod server;
-mod transport;
+pub mod transport;
 
-pub use context::{NotificationSink, RequestContext};
+pub use context::RequestContext;
 pub use defs::{PromptDef, ToolDef};
 pub use error::{BuildError, HandlerError, InputRequired, resource_not_found};
 pub use handler::extract::{CallParts, FromCall, State, Uri};
@@ -95,14 +95,12 @@ pub use handler::{
     BoxFuture, CompletionHandler, Completions, PromptHandler, ResourceHandler, TemplateVars,
     ToolHandler, ToolResult,
 };
-pub use hub::ListenStream;
-pub use legacy::{Eras, LEGACY_VERSIONS, LegacyNotifications, LegacySession, TrackGuard};
+pub use legacy::{Eras, LEGACY_VERSIONS};
 pub use mrtr::{KeyTooShort, MIN_KEY_LEN, StateError, StateSealer};
 pub use observe::{Metrics, RequestLog, RequestObserver, RequestProbe};
 pub use principal::{InsufficientScope, Principal, PrincipalBuilder};
 pub use registry::{TemplateError, UriTemplate};
 pub use route::{Route, Toolbox};
-pub use router::{Incoming, Outcome, Prepared, Reply, ReplyMessage, RequestIo, ToolCallGuard};
 pub use schema::schema_object;
 pub use scopes::{INSUFFICIENT_SCOPE, Scoped, Scopes, WithScopes};
 pub use server::{SUPPORTED_VERSIONS, Server, ServerBuilder, ServerConfig};

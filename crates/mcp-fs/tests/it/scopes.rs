@@ -2,7 +2,8 @@
 //! root nested in another is served under its own scopes and those of the root around it.
 
 use mcp_fs::{FsAdapter, FsLimits, RootConfig};
-use mcp_server::{INSUFFICIENT_SCOPE, Principal, Reply, RequestIo, Server};
+use mcp_server::transport::{Reply, RequestIo};
+use mcp_server::{INSUFFICIENT_SCOPE, Principal, Server};
 use serde_json::{Value, json};
 
 use crate::support::{Fixture, encode, meta};

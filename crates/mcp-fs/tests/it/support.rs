@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use futures_util::StreamExt as _;
 use mcp_fs::{FsAdapter, FsLimits, RootConfig};
-use mcp_server::{ListenStream, Reply, RequestIo, Server};
+use mcp_server::Server;
+use mcp_server::transport::{ListenStream, Reply, RequestIo};
 use serde_json::{Value, json};
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);

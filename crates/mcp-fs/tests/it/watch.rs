@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use mcp_fs::FsLimits;
-use mcp_server::ListenStream;
+use mcp_server::transport::ListenStream;
 use serde_json::{Value, json};
 
 use crate::support::{Client, Fixture, next_message};

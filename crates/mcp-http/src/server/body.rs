@@ -8,7 +8,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::Stream;
 use http_body::{Body, Frame, SizeHint};
-use mcp_server::ListenStream;
+use mcp_server::transport::ListenStream;
 use tokio::sync::mpsc;
 use tokio::time::{Interval, MissedTickBehavior};
 use tokio_util::sync::DropGuard;
@@ -21,7 +21,7 @@ pub(crate) enum Event {
     /// A notification for this request (progress, log).
     Notification(Vec<u8>),
     /// The final response and how it ended; the stream ends after it.
-    Final(Vec<u8>, mcp_server::Outcome),
+    Final(Vec<u8>, mcp_server::transport::Outcome),
 }
 
 /// The body of every response of [`McpService`](super::McpService).

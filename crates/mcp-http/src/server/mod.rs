@@ -40,10 +40,10 @@ use http::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use mcp_jsonrpc::{ErrorObject, Id};
 use mcp_server::observe::Transport;
-use mcp_server::{
-    Incoming, NotificationSink, Outcome, Prepared, Principal, Reply, ReplyMessage, RequestIo,
-    RequestProbe, Server, ToolCallGuard,
+use mcp_server::transport::{
+    Incoming, NotificationSink, Outcome, Prepared, Reply, ReplyMessage, RequestIo, ToolCallGuard,
 };
+use mcp_server::{Principal, RequestProbe, Server};
 use mcp_types::{JsonObject, ParamHeader};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;

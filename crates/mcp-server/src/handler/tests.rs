@@ -8,9 +8,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::transport::{Reply, RequestIo};
 use crate::{
-    BuildError, HandlerError, Json, Principal, Reply, RequestContext, RequestIo, Route, Server,
-    State, ToolDef, Toolbox, Uri,
+    BuildError, HandlerError, Json, Principal, RequestContext, Route, Server, State, ToolDef,
+    Toolbox, Uri,
 };
 
 async fn ask(server: &Server, method: &str, params: Value) -> Value {

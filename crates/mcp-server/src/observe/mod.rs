@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use mcp_jsonrpc::{Id, RawValue};
 
-use crate::Outcome;
+use crate::transport::Outcome;
 
 pub use connections::{CloseReason, ConnectionStats};
 pub use log::{LOG_TARGET, RequestLog};

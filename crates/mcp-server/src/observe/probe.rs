@@ -12,14 +12,14 @@ use super::{
     ListenRecord, MethodKind, NotificationKind, NotificationRecord, RequestEra, RequestObserver,
     RequestOutcome, RequestRecord, Target, Transport, Wants,
 };
-use crate::Outcome;
 use crate::registry::{PromptEntry, ToolEntry};
+use crate::transport::Outcome;
 
 /// One incoming message, from arrival to its ending, as the observers will see it.
 ///
 /// A transport makes one per message with [`Server::probe`](crate::Server::probe), hands it to the
 /// router ([`Server::prepare_observed`](crate::Server::prepare_observed) and
-/// [`RequestIo::probe`](crate::RequestIo::probe)), and ends it with exactly one of
+/// [`RequestIo::probe`](crate::transport::RequestIo::probe)), and ends it with exactly one of
 /// [`finish`](Self::finish), [`rejected`](Self::rejected), [`cancelled`](Self::cancelled),
 /// [`notification`](Self::notification) or [`dismiss`](Self::dismiss). A probe dropped without an
 /// ending reports its request as cancelled: that is how a dropped HTTP request future is seen.

@@ -13,7 +13,8 @@ use tokio::sync::Notify;
 
 use super::*;
 use crate::stdio::{StdioConfig, serve_stream};
-use crate::{HandlerError, RequestContext, RequestIo, Server};
+use crate::transport::RequestIo;
+use crate::{HandlerError, RequestContext, Server};
 
 #[test]
 fn method_kinds_round_trip_and_bound_the_rest() {

@@ -8,9 +8,10 @@ use mcp_types::{
 };
 use serde_json::{Value, json};
 
+use crate::transport::{Reply, RequestIo};
 use crate::{
-    INSUFFICIENT_SCOPE, Principal, Reply, RequestContext, RequestIo, Scopes, Server, ServerConfig,
-    TemplateVars, WithScopes,
+    INSUFFICIENT_SCOPE, Principal, RequestContext, Scopes, Server, ServerConfig, TemplateVars,
+    WithScopes,
 };
 
 fn tool(ctx: RequestContext, _args: JsonObject) -> crate::BoxFuture<crate::ToolResult> {

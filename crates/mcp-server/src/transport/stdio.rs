@@ -20,7 +20,8 @@ use tokio_util::task::TaskTracker;
 use crate::context::NotificationSink;
 use crate::observe::{RequestEra, Transport};
 use crate::router::{Incoming, Reply, RequestIo, error_reply};
-use crate::{LegacySession, Principal, Server};
+use crate::transport::LegacySession;
+use crate::{Principal, Server};
 
 /// Settings for a stdio (or other byte-stream) connection.
 #[derive(Clone, Debug)]

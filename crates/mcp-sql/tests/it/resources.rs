@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
-use mcp_server::{Reply, RequestIo};
+use mcp_server::transport::{Reply, RequestIo};
 use mcp_sql::{DatabaseConfig, PostgresConfig, SqlAdapter};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -22,7 +22,7 @@ fn uris(list: &Value) -> Vec<String> {
 }
 
 /// Opens a listen stream for resource list changes and returns it once acknowledged.
-async fn listen(client: &Client) -> mcp_server::ListenStream {
+async fn listen(client: &Client) -> mcp_server::transport::ListenStream {
     let body = json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
         "params": {"notifications": {"resourcesListChanged": true,
                                      "resourceSubscriptions": ["sql://main/main/customers"]},
@@ -47,7 +47,7 @@ async fn listen(client: &Client) -> mcp_server::ListenStream {
 }
 
 /// The next notification method on the stream, within a generous bound.
-async fn next_method(stream: &mut mcp_server::ListenStream) -> String {
+async fn next_method(stream: &mut mcp_server::transport::ListenStream) -> String {
     let message = tokio::time::timeout(Duration::from_secs(5), stream.next())
         .await
         .expect("a notification")

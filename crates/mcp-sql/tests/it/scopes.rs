@@ -3,7 +3,8 @@
 //! call on a database beyond its scopes is refused as insufficient scope (over HTTP, a 403 naming
 //! them) before anything runs; anonymous callers (no auth layer) are not restricted.
 
-use mcp_server::{INSUFFICIENT_SCOPE, Principal, Reply, RequestIo, Scopes, Server};
+use mcp_server::transport::{Reply, RequestIo};
+use mcp_server::{INSUFFICIENT_SCOPE, Principal, Scopes, Server};
 use mcp_sql::{Database, DatabaseConfig, SqlAdapter};
 use serde_json::{Value, json};
 

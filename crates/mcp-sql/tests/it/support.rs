@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use mcp_server::{Reply, RequestIo, Server};
+use mcp_server::Server;
+use mcp_server::transport::{Reply, RequestIo};
 use mcp_sql::SqlAdapter;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;

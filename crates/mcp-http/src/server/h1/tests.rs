@@ -38,7 +38,7 @@ async fn handle(request: Request<RequestBody>, dropped: Arc<AtomicBool>) -> Resp
             let (tx, rx) = tokio::sync::mpsc::channel(4);
             tx.send(Event::Final(
                 b"{\"last\":true}".to_vec(),
-                mcp_server::Outcome::Success,
+                mcp_server::transport::Outcome::Success,
             ))
             .await
             .expect("send");

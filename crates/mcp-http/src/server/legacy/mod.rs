@@ -22,10 +22,10 @@ use std::time::{Duration, Instant};
 use http::header::{ACCEPT, CONTENT_TYPE, HeaderName};
 use http::{HeaderValue, Response, StatusCode};
 use mcp_server::observe::RequestEra;
-use mcp_server::{
-    LEGACY_VERSIONS, LegacySession, NotificationSink, Outcome, Prepared, Principal, Reply,
-    ReplyMessage, RequestIo, RequestProbe,
+use mcp_server::transport::{
+    LegacySession, NotificationSink, Outcome, Prepared, Reply, ReplyMessage, RequestIo,
 };
+use mcp_server::{LEGACY_VERSIONS, Principal, RequestProbe};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 

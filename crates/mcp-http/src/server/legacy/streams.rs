@@ -22,7 +22,8 @@ use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use futures_util::Stream;
-use mcp_server::{LegacyNotifications, LegacySession, Server};
+use mcp_server::Server;
+use mcp_server::transport::{LegacyNotifications, LegacySession};
 
 use crate::sse;
 
