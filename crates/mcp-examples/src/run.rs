@@ -74,12 +74,12 @@ async fn serve(server: Server, serving: Serving) -> std::io::Result<()> {
         .await
         .map_err(|e| std::io::Error::new(e.kind(), format!("cannot bind {addr}: {e}")))?;
     let bound = listener.local_addr()?;
-    let defaults = HttpConfig::default();
-    let config = HttpConfig {
-        policy: OriginPolicy::for_bind(bound),
-        max_body: serving.max_body.map_or(defaults.max_body, |b| b.max(1)),
-        legacy: serving.legacy,
-        ..defaults
+    let config = {
+        let mut edited = HttpConfig::default();
+        edited.policy = OriginPolicy::for_bind(bound);
+        edited.max_body = serving.max_body.map_or(edited.max_body, |b| b.max(1));
+        edited.legacy = serving.legacy;
+        edited
     };
     if serving.announce {
         let mut stdout = std::io::stdout();

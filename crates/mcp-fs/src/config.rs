@@ -8,6 +8,7 @@ use mcp_server::Scopes;
 
 /// One directory to expose.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RootConfig {
     /// The directory. It is canonicalised at start (symlinks resolved), and the canonical path is
     /// what appears in URIs.
@@ -47,6 +48,7 @@ impl RootConfig {
 
 /// Bounds on what the adapter reads and lists.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FsLimits {
     /// The largest file `resources/read` returns, in bytes. A larger file is an error (-32602,
     /// "Resource too large"), never a truncated read.

@@ -25,6 +25,7 @@ pub const SUPPORTED_VERSIONS: &[&str] = &[mcp_types::LATEST_PROTOCOL_VERSION];
 
 /// Tunables with defaults that suit most servers.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ServerConfig {
     /// Items per page of `tools/list`, `resources/list`, `resources/templates/list`, `prompts/list`.
     pub page_size: usize,

@@ -12,6 +12,7 @@ use mcp_server::Scopes;
 /// `truncated: true`; a statement that runs longer than `timeout` is stopped by the engine (SQLite's
 /// progress handler and interrupt, PostgreSQL's `statement_timeout`) and reported to the model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Limits {
     /// The most rows a result carries.
     pub max_rows: usize,
@@ -78,6 +79,7 @@ impl Limits {
 
 /// The engine-independent policy of one database.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct DatabaseConfig {
     /// Per-call limits.
     pub limits: Limits,
@@ -99,6 +101,7 @@ pub struct DatabaseConfig {
 
 /// How to open an SQLite database.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct SqliteConfig {
     /// The database file. It must exist unless `create_if_missing` is set (and writes are allowed).
     pub path: PathBuf,
@@ -143,6 +146,7 @@ impl SqliteConfig {
 /// goes unnoticed. The trusted CAs are those of the CA file (`sslrootcert` in the URL, or
 /// [`ssl_root_cert`](Self::ssl_root_cert)), else the system's.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct PostgresConfig {
     /// A `postgres://user@host:port/db` URL or a `host=... user=... dbname=...` string. Reads run
     /// as this role; it should be a least-privilege role (see the crate documentation).

@@ -237,25 +237,25 @@ fn http_config(settings: &Settings) -> HttpConfig {
         .as_ref()
         .filter(|m| m.addr.is_none())
         .map(|m| m.path.clone());
-    let defaults = HttpConfig::default();
-    HttpConfig {
-        path: settings.path.clone(),
-        max_body: settings.max_message,
-        first_bytes_timeout: settings.read_timeout,
-        idle_timeout: settings.idle_timeout,
-        write_timeout: settings.write_timeout,
-        max_connections: settings.max_connections.unwrap_or(defaults.max_connections),
-        h2_max_concurrent_streams: settings.h2_max_streams,
-        response_memory: settings.response_memory,
-        legacy: match settings.legacy_http {
+    {
+        let mut edited = HttpConfig::default();
+        edited.path = settings.path.clone();
+        edited.max_body = settings.max_message;
+        edited.first_bytes_timeout = settings.read_timeout;
+        edited.idle_timeout = settings.idle_timeout;
+        edited.write_timeout = settings.write_timeout;
+        edited.max_connections = settings.max_connections.unwrap_or(edited.max_connections);
+        edited.h2_max_concurrent_streams = settings.h2_max_streams;
+        edited.response_memory = settings.response_memory;
+        edited.legacy = match settings.legacy_http {
             file::LegacyHttpSetting::Sessions => LegacyMode::Sessions,
             file::LegacyHttpSetting::Stateless => LegacyMode::Stateless,
-        },
-        max_sessions: settings.max_sessions,
-        session_idle: settings.session_idle,
-        policy,
-        metrics_path,
-        ..defaults
+        };
+        edited.max_sessions = settings.max_sessions;
+        edited.session_idle = settings.session_idle;
+        edited.policy = policy;
+        edited.metrics_path = metrics_path;
+        edited
     }
 }
 
@@ -417,9 +417,10 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
 
     if settings.stdio {
         tracing::info!("{}", eras_line(&settings, true));
-        let config = stdio::StdioConfig {
-            max_line: settings.max_message,
-            ..Default::default()
+        let config = {
+            let mut edited = stdio::StdioConfig::default();
+            edited.max_line = settings.max_message;
+            edited
         };
         if let Some((_, service, local)) = &metrics {
             announce_metrics(*local, service.path());

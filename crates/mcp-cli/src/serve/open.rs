@@ -111,12 +111,13 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
     let version = env!("CARGO_PKG_VERSION");
     let mut builder = Server::builder(&settings.name, version)
         .info(Implementation::new(&settings.name, version).with_title(&settings.name))
-        .config(ServerConfig {
-            eras: match settings.eras {
+        .config({
+            let mut edited = ServerConfig::default();
+            edited.eras = match settings.eras {
                 ErasSetting::Both => Eras::Both,
                 ErasSetting::Modern => Eras::ModernOnly,
-            },
-            ..ServerConfig::default()
+            };
+            edited
         })
         // One log line per request; arguments only when asked, and only at DEBUG.
         .observer(RequestLog::new().with_arguments(settings.log_arguments.is_some()));
@@ -254,9 +255,10 @@ fn open_sample(sample: &Sample) -> anyhow::Result<Database> {
     let path = sample.path();
     let outcome = create_sample_database(&path)
         .with_context(|| format!("creating the sample database {}", path.display()))?;
-    let sqlite = SqliteConfig {
-        read_connections: sample.read_connections,
-        ..SqliteConfig::new(&path)
+    let sqlite = {
+        let mut edited = SqliteConfig::new(&path);
+        edited.read_connections = sample.read_connections;
+        edited
     };
     let db = Database::sqlite(SAMPLE_NAME, sqlite, sample.config.clone())
         .with_context(|| format!("opening the sample database {}", path.display()))?;

@@ -339,9 +339,10 @@ impl HttpServer {
                 url_tx
                     .send(format!("http://{addr}/mcp"))
                     .expect("the test waits");
-                let config = HttpConfig {
-                    policy: OriginPolicy::for_bind(addr),
-                    ..HttpConfig::default()
+                let config = {
+                    let mut edited = HttpConfig::default();
+                    edited.policy = OriginPolicy::for_bind(addr);
+                    edited
                 };
                 tokio::select! {
                     _ = mcp_http::server::serve(listener, McpService::new(served, config)) => {}

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_client::{Client, EraChoice, Error, ErrorKind};
-use mcp_server::{Eras, ServerConfig};
+use mcp_server::Eras;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, duplex};
 
@@ -83,9 +83,10 @@ both!(modern_is_forced_on_a_dual_era_server, forced_modern);
 
 #[tokio::test]
 async fn forcing_legacy_on_a_modern_only_server_is_its_refusal() {
-    let config = ServerConfig {
-        eras: Eras::ModernOnly,
-        ..fixture::config()
+    let config = {
+        let mut edited = fixture::config();
+        edited.eras = Eras::ModernOnly;
+        edited
     };
     for kind in [Kind::Http, Kind::Stdio] {
         let server = fixture::builder(Arc::default(), config.clone())

@@ -65,9 +65,10 @@ impl Drop for OnDrop {
 }
 
 pub fn config() -> ServerConfig {
-    ServerConfig {
-        page_size: 2,
-        ..ServerConfig::default()
+    {
+        let mut edited = ServerConfig::default();
+        edited.page_size = 2;
+        edited
     }
 }
 
@@ -253,16 +254,14 @@ pub fn server(probes: Arc<Probes>) -> Server {
 
 /// A server whose cacheable results carry a long `ttlMs` with `scope`.
 pub fn caching_server(probes: Arc<Probes>, scope: CacheScope, ttl: Duration) -> Server {
-    builder(
-        probes,
-        ServerConfig {
-            discover_ttl: ttl,
-            list_ttl: ttl,
-            read_ttl: ttl,
-            cache_scope: scope,
-            ..config()
-        },
-    )
+    builder(probes, {
+        let mut edited = config();
+        edited.discover_ttl = ttl;
+        edited.list_ttl = ttl;
+        edited.read_ttl = ttl;
+        edited.cache_scope = scope;
+        edited
+    })
     .build()
     .expect("the test server builds")
 }

@@ -256,9 +256,10 @@ async fn tools_with_invalid_header_declarations_are_dropped_with_a_warning() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_413_names_the_body_limit() {
-    let config = HttpConfig {
-        max_body: 2048,
-        ..HttpConfig::default()
+    let config = {
+        let mut edited = HttpConfig::default();
+        edited.max_body = 2048;
+        edited
     };
     let served = http(
         server(Arc::new(Probes::default())),

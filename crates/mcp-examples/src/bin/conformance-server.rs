@@ -35,9 +35,10 @@ fn main() -> ExitCode {
     let serving = Serving {
         http: args.http,
         max_body: Some(args.max_message),
-        stdio: StdioConfig {
-            max_line: args.max_message.max(1),
-            ..StdioConfig::default()
+        stdio: {
+            let mut edited = StdioConfig::default();
+            edited.max_line = args.max_message.max(1);
+            edited
         },
         announce: false,
         ..Serving::default()

@@ -66,17 +66,19 @@ async fn lists_the_root_its_top_level_and_a_template() {
 #[tokio::test]
 async fn the_listed_count_is_bounded() {
     let fx = Fixture::new();
-    let adapter = fx.adapter(FsLimits {
-        max_listed_entries: 2,
-        ..FsLimits::default()
+    let adapter = fx.adapter({
+        let mut edited = FsLimits::default();
+        edited.max_listed_entries = 2;
+        edited
     });
     let client = Client::new(&adapter);
     let u = |rel: &str| format!("{}{rel}", fx.uri);
     assert_eq!(client.list().await, [u(""), u("data.bin"), u("hello.txt")]);
 
-    let none = fx.adapter(FsLimits {
-        max_listed_entries: 0,
-        ..FsLimits::default()
+    let none = fx.adapter({
+        let mut edited = FsLimits::default();
+        edited.max_listed_entries = 0;
+        edited
     });
     assert_eq!(Client::new(&none).list().await, [u("")]);
 }
@@ -154,13 +156,11 @@ async fn long_listings_are_cut_and_flagged() {
     for i in 0..30 {
         std::fs::write(dir.0.join(format!("f{i:02}.txt")), "x").unwrap();
     }
-    let adapter = FsAdapter::new(
-        vec![RootConfig::new(&dir.0).with_name("many")],
-        FsLimits {
-            max_dir_entries: 5,
-            ..FsLimits::default()
-        },
-    )
+    let adapter = FsAdapter::new(vec![RootConfig::new(&dir.0).with_name("many")], {
+        let mut edited = FsLimits::default();
+        edited.max_dir_entries = 5;
+        edited
+    })
     .unwrap();
     let client = Client::new(&adapter);
     let uri = adapter.roots()[0].uri().to_owned();
@@ -178,9 +178,10 @@ async fn files_over_the_cap_are_refused_not_truncated() {
     let fx = Fixture::new();
     std::fs::write(fx.root.join("big.txt"), "x".repeat(101)).unwrap();
     std::fs::write(fx.root.join("exact.txt"), "y".repeat(100)).unwrap();
-    let client = Client::new(&fx.adapter(FsLimits {
-        max_file_bytes: 100,
-        ..FsLimits::default()
+    let client = Client::new(&fx.adapter({
+        let mut edited = FsLimits::default();
+        edited.max_file_bytes = 100;
+        edited
     }));
     let u = |rel: &str| format!("{}{rel}", fx.uri);
 

@@ -10,9 +10,10 @@ use serde_json::{Value, json};
 use crate::support::{Client, Fixture, next_message};
 
 fn limits() -> FsLimits {
-    FsLimits {
-        debounce: Duration::from_millis(20),
-        ..FsLimits::default()
+    {
+        let mut edited = FsLimits::default();
+        edited.debounce = Duration::from_millis(20);
+        edited
     }
 }
 
@@ -128,9 +129,10 @@ async fn top_level_changes_update_the_list() {
 async fn a_burst_too_large_to_track_still_reaches_every_subscriber() {
     let fx = Fixture::new();
     // One burst: nothing is flushed before the writer below is done.
-    let adapter = fx.adapter(FsLimits {
-        debounce: Duration::from_secs(2),
-        ..FsLimits::default()
+    let adapter = fx.adapter({
+        let mut edited = FsLimits::default();
+        edited.debounce = Duration::from_secs(2);
+        edited
     });
     let client = Client::new(&adapter);
     let _watcher = adapter.watch(&client.server).expect("the watcher starts");

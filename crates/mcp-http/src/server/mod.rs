@@ -72,6 +72,7 @@ use crate::{check_param_headers, check_standard_headers};
 
 /// Settings of the HTTP endpoint.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct HttpConfig {
     /// The endpoint path.
     pub path: String,

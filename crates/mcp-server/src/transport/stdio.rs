@@ -25,6 +25,7 @@ use crate::{Principal, Server};
 
 /// Settings for a stdio (or other byte-stream) connection.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct StdioConfig {
     /// The longest line accepted, in bytes; a longer one is answered with an error and skipped
     /// without being buffered whole.

@@ -20,12 +20,14 @@ const SLOW_SQLITE: &str = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x +
                            SELECT count(*) FROM n, t";
 
 fn long_limits() -> DatabaseConfig {
-    DatabaseConfig {
-        limits: Limits {
-            timeout: LONG,
-            ..Limits::default()
-        },
-        ..DatabaseConfig::default()
+    {
+        let mut edited = DatabaseConfig::default();
+        edited.limits = {
+            let mut edited = Limits::default();
+            edited.timeout = LONG;
+            edited
+        };
+        edited
     }
 }
 
@@ -44,9 +46,10 @@ fn sqlite_reader_active(path: &Path) -> bool {
 async fn sqlite_client(path: &Path) -> Client {
     sqlite_file(path, "CREATE TABLE t (a); INSERT INTO t VALUES (1);");
     // One read connection: the call after a cancellation needs the same one back.
-    let config = SqliteConfig {
-        read_connections: 1,
-        ..SqliteConfig::new(path)
+    let config = {
+        let mut edited = SqliteConfig::new(path);
+        edited.read_connections = 1;
+        edited
     };
     let adapter = SqlAdapter::sqlite(config, long_limits()).unwrap();
     Client::new(&adapter).await
@@ -195,9 +198,10 @@ async fn sqlite_query_cancelled_over_stdio() {
     let dir = TempDir::new();
     let path = dir.path("slow.db");
     sqlite_file(&path, "CREATE TABLE t (a); INSERT INTO t VALUES (1);");
-    let config = SqliteConfig {
-        read_connections: 1,
-        ..SqliteConfig::new(&path)
+    let config = {
+        let mut edited = SqliteConfig::new(&path);
+        edited.read_connections = 1;
+        edited
     };
     let adapter = SqlAdapter::sqlite(config, long_limits()).unwrap();
     let server = adapter

@@ -17,13 +17,15 @@ const SLOW_SQLITE: &str = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x +
 const SLOW_PG: &str = "SELECT pg_sleep(100)";
 
 fn limits(connection_wait: Duration) -> DatabaseConfig {
-    DatabaseConfig {
-        limits: Limits {
-            timeout: Duration::from_secs(120),
-            connection_wait,
-            ..Limits::default()
-        },
-        ..DatabaseConfig::default()
+    {
+        let mut edited = DatabaseConfig::default();
+        edited.limits = {
+            let mut edited = Limits::default();
+            edited.timeout = Duration::from_secs(120);
+            edited.connection_wait = connection_wait;
+            edited
+        };
+        edited
     }
 }
 
@@ -152,9 +154,10 @@ async fn a_call_that_cannot_get_a_connection_in_time_is_refused_as_busy() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_calls_wait_a_bounded_time_for_a_connection() {
     let fx = PgFixture::new("CREATE TABLE t (a int); INSERT INTO t VALUES (1);").await;
-    let config = mcp_sql::PostgresConfig {
-        connections: 2,
-        ..mcp_sql::PostgresConfig::new(fx.reader_url())
+    let config = {
+        let mut edited = mcp_sql::PostgresConfig::new(fx.reader_url());
+        edited.connections = 2;
+        edited
     };
     let adapter = SqlAdapter::postgres(config, limits(Duration::from_millis(400)))
         .await

@@ -40,11 +40,12 @@ GRANT EXECUTE ON FUNCTION sneaky_insert() TO PUBLIC;
 ";
 
 fn config(limits: Limits) -> DatabaseConfig {
-    DatabaseConfig {
-        limits,
-        allow_write: false,
-        description: None,
-        ..DatabaseConfig::default()
+    {
+        let mut edited = DatabaseConfig::default();
+        edited.limits = limits;
+        edited.allow_write = false;
+        edited.description = None;
+        edited
     }
 }
 
@@ -263,9 +264,10 @@ async fn list_describe_and_query() {
 #[tokio::test]
 async fn every_read_only_bypass_is_refused_and_nothing_changes() {
     let fx = PgFixture::new(SHOP).await;
-    let limits = Limits {
-        timeout: Duration::from_millis(1500),
-        ..Limits::default()
+    let limits = {
+        let mut edited = Limits::default();
+        edited.timeout = Duration::from_millis(1500);
+        edited
     };
     let client = client(&fx, limits).await;
     let before = snapshot(&fx).await;
@@ -388,11 +390,12 @@ async fn every_read_only_bypass_is_refused_and_nothing_changes() {
 #[tokio::test]
 async fn results_are_cut_at_the_row_and_byte_limits() {
     let fx = PgFixture::new("CREATE TABLE t AS SELECT g AS id, repeat('a', 200) AS body FROM generate_series(1, 500) g;").await;
-    let limits = Limits {
-        max_rows: 50,
-        max_bytes: 4096,
-        timeout: Duration::from_secs(10),
-        ..Limits::default()
+    let limits = {
+        let mut edited = Limits::default();
+        edited.max_rows = 50;
+        edited.max_bytes = 4096;
+        edited.timeout = Duration::from_secs(10);
+        edited
     };
     let client = client(&fx, limits).await;
     let rows = client
@@ -425,9 +428,10 @@ async fn results_are_cut_at_the_row_and_byte_limits() {
 #[tokio::test]
 async fn a_single_value_over_the_byte_budget_is_refused_before_it_is_decoded() {
     let fx = PgFixture::new("CREATE TABLE t (id int);").await;
-    let limits = Limits {
-        max_bytes: 100_000,
-        ..Limits::default()
+    let limits = {
+        let mut edited = Limits::default();
+        edited.max_bytes = 100_000;
+        edited
     };
     let client = client(&fx, limits).await;
     // Four times the budget, at least 1 MiB: the bytes a value may take on the wire.
@@ -478,9 +482,10 @@ async fn privileged_roles_are_refused_unless_allowed() {
         "{refused:?}"
     );
 
-    let allowed = PostgresConfig {
-        allow_privileged_role: true,
-        ..PostgresConfig::new(pg_url(&admin))
+    let allowed = {
+        let mut edited = PostgresConfig::new(pg_url(&admin));
+        edited.allow_privileged_role = true;
+        edited
     };
     let adapter = SqlAdapter::postgres(allowed, DatabaseConfig::default())
         .await

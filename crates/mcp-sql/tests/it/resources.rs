@@ -61,13 +61,11 @@ async fn sqlite_tables_are_resources() {
     let dir = TempDir::new();
     let path = dir.path("shop.db");
     sqlite_file(&path, SHOP);
-    let adapter = SqlAdapter::sqlite(
-        path.as_path(),
-        DatabaseConfig {
-            allow_write: true,
-            ..DatabaseConfig::default()
-        },
-    )
+    let adapter = SqlAdapter::sqlite(path.as_path(), {
+        let mut edited = DatabaseConfig::default();
+        edited.allow_write = true;
+        edited
+    })
     .unwrap();
     let client = Client::new(&adapter).await;
 
@@ -181,17 +179,16 @@ async fn postgres_tables_are_resources() {
          CREATE TABLE \"Mixed Case\" (x int);",
     )
     .await;
-    let pg = PostgresConfig {
-        write_url: Some(fx.writer_url()),
-        ..PostgresConfig::new(fx.reader_url())
+    let pg = {
+        let mut edited = PostgresConfig::new(fx.reader_url());
+        edited.write_url = Some(fx.writer_url());
+        edited
     };
-    let adapter = SqlAdapter::postgres(
-        pg,
-        DatabaseConfig {
-            allow_write: true,
-            ..DatabaseConfig::default()
-        },
-    )
+    let adapter = SqlAdapter::postgres(pg, {
+        let mut edited = DatabaseConfig::default();
+        edited.allow_write = true;
+        edited
+    })
     .await
     .unwrap();
     let client = Client::new(&adapter).await;

@@ -19,25 +19,19 @@ async fn server(dir: &TempDir) -> Server {
         "CREATE TABLE staff (id INTEGER PRIMARY KEY, name TEXT);",
     );
     let adapter = SqlAdapter::new([
-        Database::sqlite(
-            "sales",
-            sales,
-            DatabaseConfig {
-                allow_write: true,
-                read_scopes: Scopes::all(["sales:read"]),
-                write_scopes: Scopes::all(["sales:write"]),
-                ..DatabaseConfig::default()
-            },
-        )
+        Database::sqlite("sales", sales, {
+            let mut edited = DatabaseConfig::default();
+            edited.allow_write = true;
+            edited.read_scopes = Scopes::all(["sales:read"]);
+            edited.write_scopes = Scopes::all(["sales:write"]);
+            edited
+        })
         .unwrap(),
-        Database::sqlite(
-            "hr",
-            hr,
-            DatabaseConfig {
-                read_scopes: Scopes::all(["hr:read"]),
-                ..DatabaseConfig::default()
-            },
-        )
+        Database::sqlite("hr", hr, {
+            let mut edited = DatabaseConfig::default();
+            edited.read_scopes = Scopes::all(["hr:read"]);
+            edited
+        })
         .unwrap(),
     ])
     .unwrap();

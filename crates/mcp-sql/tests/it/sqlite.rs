@@ -8,10 +8,11 @@ use serde_json::{Value, json};
 use crate::support::{Client, SHOP, TempDir, ok, sqlite_file, sqlite_snapshot, text, tool_error};
 
 fn config(allow_write: bool) -> DatabaseConfig {
-    DatabaseConfig {
-        allow_write,
-        description: Some("A tiny shop".into()),
-        ..DatabaseConfig::default()
+    {
+        let mut edited = DatabaseConfig::default();
+        edited.allow_write = allow_write;
+        edited.description = Some("A tiny shop".into());
+        edited
     }
 }
 
@@ -416,19 +417,18 @@ async fn results_are_cut_at_the_row_and_byte_limits() {
          WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 500)
          INSERT INTO t SELECT x, printf('%.200c', 'a') FROM n;",
     );
-    let limits = Limits {
-        max_rows: 50,
-        max_bytes: 4096,
-        timeout: Duration::from_secs(10),
-        ..Limits::default()
+    let limits = {
+        let mut edited = Limits::default();
+        edited.max_rows = 50;
+        edited.max_bytes = 4096;
+        edited.timeout = Duration::from_secs(10);
+        edited
     };
-    let adapter = SqlAdapter::sqlite(
-        path.as_path(),
-        DatabaseConfig {
-            limits,
-            ..DatabaseConfig::default()
-        },
-    )
+    let adapter = SqlAdapter::sqlite(path.as_path(), {
+        let mut edited = DatabaseConfig::default();
+        edited.limits = limits;
+        edited
+    })
     .unwrap();
     let client = Client::new(&adapter).await;
 
@@ -527,16 +527,15 @@ async fn a_query_over_the_time_limit_is_stopped() {
     let dir = TempDir::new();
     let path = dir.path("slow.db");
     sqlite_file(&path, "CREATE TABLE t (a); INSERT INTO t VALUES (1);");
-    let adapter = SqlAdapter::sqlite(
-        path.as_path(),
-        DatabaseConfig {
-            limits: Limits {
-                timeout: Duration::from_millis(300),
-                ..Limits::default()
-            },
-            ..DatabaseConfig::default()
-        },
-    )
+    let adapter = SqlAdapter::sqlite(path.as_path(), {
+        let mut edited = DatabaseConfig::default();
+        edited.limits = {
+            let mut edited = Limits::default();
+            edited.timeout = Duration::from_millis(300);
+            edited
+        };
+        edited
+    })
     .unwrap();
     let client = Client::new(&adapter).await;
     let started = Instant::now();
@@ -574,14 +573,11 @@ async fn several_databases_share_one_tool_set() {
     );
     let adapter = SqlAdapter::new([
         Database::sqlite("alpha", a.as_path(), DatabaseConfig::default()).unwrap(),
-        Database::sqlite(
-            "beta",
-            b.as_path(),
-            DatabaseConfig {
-                allow_write: true,
-                ..DatabaseConfig::default()
-            },
-        )
+        Database::sqlite("beta", b.as_path(), {
+            let mut edited = DatabaseConfig::default();
+            edited.allow_write = true;
+            edited
+        })
         .unwrap(),
     ])
     .unwrap();

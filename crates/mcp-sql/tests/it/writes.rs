@@ -10,9 +10,10 @@ use tokio_util::sync::CancellationToken;
 use crate::support::{Client, PgFixture, SHOP, TempDir, ok, sqlite_file, text, tool_error};
 
 fn writable() -> DatabaseConfig {
-    DatabaseConfig {
-        allow_write: true,
-        ..DatabaseConfig::default()
+    {
+        let mut edited = DatabaseConfig::default();
+        edited.allow_write = true;
+        edited
     }
 }
 
@@ -241,9 +242,10 @@ async fn postgres_write_approval() {
          INSERT INTO orders (customer_id, total) VALUES (1, 10.50), (1, 20.00);",
     )
     .await;
-    let pg = PostgresConfig {
-        write_url: Some(fx.writer_url()),
-        ..PostgresConfig::new(fx.reader_url())
+    let pg = {
+        let mut edited = PostgresConfig::new(fx.reader_url());
+        edited.write_url = Some(fx.writer_url());
+        edited
     };
     let adapter = SqlAdapter::postgres(pg, writable()).await.unwrap();
     let client = Client::new(&adapter).await;

@@ -388,12 +388,14 @@ pub(crate) fn resolve(
         if let (Target::Sqlite(sqlite), Some(n)) = (&mut target, args.read_connections) {
             sqlite.read_connections = n;
         }
-        let config = DatabaseConfig {
-            limits: base_limits,
-            allow_write: args.allow_write,
-            description: None,
-            read_scopes: default_scopes(&name, "read"),
-            write_scopes: default_scopes(&name, "write"),
+        let config = {
+            let mut edited = DatabaseConfig::default();
+            edited.limits = base_limits;
+            edited.allow_write = args.allow_write;
+            edited.description = None;
+            edited.read_scopes = default_scopes(&name, "read");
+            edited.write_scopes = default_scopes(&name, "write");
+            edited
         };
         databases.retain(|d: &DatabaseSettings| d.name != name);
         databases.push(DatabaseSettings {
@@ -436,23 +438,25 @@ pub(crate) fn resolve(
         Some(Sample {
             data_dir,
             read_connections,
-            config: DatabaseConfig {
-                limits: base_limits,
-                allow_write: args.allow_write || file.sample.allow_write,
-                description: Some(
+            config: {
+                let mut edited = DatabaseConfig::default();
+                edited.limits = base_limits;
+                edited.allow_write = args.allow_write || file.sample.allow_write;
+                edited.description = Some(
                     "the sample shop: categories, products, customers, orders and order items"
                         .to_owned(),
-                ),
-                read_scopes: scopes(
+                );
+                edited.read_scopes = scopes(
                     file.sample.read_scope.as_deref(),
                     "sample.read_scope",
                     || default_scopes(SAMPLE_NAME, "read"),
-                )?,
-                write_scopes: scopes(
+                )?;
+                edited.write_scopes = scopes(
                     file.sample.write_scope.as_deref(),
                     "sample.write_scope",
                     || default_scopes(SAMPLE_NAME, "write"),
-                )?,
+                )?;
+                edited
             },
         })
     } else {
@@ -748,20 +752,22 @@ fn file_database(
         name: name.to_owned(),
         key: key.to_owned(),
         target,
-        config: DatabaseConfig {
-            limits: flags.over(own.over(file_limits.over(Limits::default()))),
-            allow_write: args.allow_write || section.allow_write,
-            description: section.description.clone(),
-            read_scopes: scopes(
+        config: {
+            let mut edited = DatabaseConfig::default();
+            edited.limits = flags.over(own.over(file_limits.over(Limits::default())));
+            edited.allow_write = args.allow_write || section.allow_write;
+            edited.description = section.description.clone();
+            edited.read_scopes = scopes(
                 section.read_scope.as_deref(),
                 &format!("{key}.read_scope"),
                 || default_scopes(name, "read"),
-            )?,
-            write_scopes: scopes(
+            )?;
+            edited.write_scopes = scopes(
                 section.write_scope.as_deref(),
                 &format!("{key}.write_scope"),
                 || default_scopes(name, "write"),
-            )?,
+            )?;
+            edited
         },
     })
 }
@@ -808,11 +814,13 @@ struct Layer {
 
 impl Layer {
     fn over(&self, limits: Limits) -> Limits {
-        Limits {
-            max_rows: self.max_rows.unwrap_or(limits.max_rows),
-            max_bytes: self.max_bytes.unwrap_or(limits.max_bytes),
-            timeout: self.timeout.unwrap_or(limits.timeout),
-            connection_wait: self.connection_wait.unwrap_or(limits.connection_wait),
+        {
+            let mut edited = Limits::default();
+            edited.max_rows = self.max_rows.unwrap_or(limits.max_rows);
+            edited.max_bytes = self.max_bytes.unwrap_or(limits.max_bytes);
+            edited.timeout = self.timeout.unwrap_or(limits.timeout);
+            edited.connection_wait = self.connection_wait.unwrap_or(limits.connection_wait);
+            edited
         }
     }
 

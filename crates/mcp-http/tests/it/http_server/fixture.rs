@@ -229,9 +229,10 @@ pub fn full_server(probes: Arc<Probes>) -> Server {
 /// [`full_server`] serving 2026-07-28 only (`initialize` is refused with -32022).
 pub fn modern_only_server(probes: Arc<Probes>) -> Server {
     full_builder(probes)
-        .config(mcp_server::ServerConfig {
-            eras: mcp_server::Eras::ModernOnly,
-            ..Default::default()
+        .config({
+            let mut edited = mcp_server::ServerConfig::default();
+            edited.eras = mcp_server::Eras::ModernOnly;
+            edited
         })
         .build()
         .expect("the fixture server builds")

@@ -159,9 +159,10 @@ async fn initialize_starts_a_session_whatever_version_its_header_names() {
         (LegacyMode::Sessions, "2025-06-18"),
         (LegacyMode::Stateless, "2026-07-28"),
     ] {
-        let config = HttpConfig {
-            legacy: mode,
-            ..test_config()
+        let config = {
+            let mut edited = test_config();
+            edited.legacy = mode;
+            edited
         };
         let srv = TestServer::start_with(full_server, config).await;
         let mut offer = initialize(json!({}));
@@ -370,9 +371,10 @@ async fn an_input_request_cancelled_midway_is_cancelled_on_the_client() {
 }
 
 fn stateless_config() -> HttpConfig {
-    HttpConfig {
-        legacy: LegacyMode::Stateless,
-        ..test_config()
+    {
+        let mut edited = test_config();
+        edited.legacy = LegacyMode::Stateless;
+        edited
     }
 }
 
@@ -423,10 +425,11 @@ async fn the_stateless_mode_mints_no_session_and_serves_each_request_alone() {
 }
 
 fn bounded_config() -> HttpConfig {
-    HttpConfig {
-        max_sessions: 3,
-        session_idle: Duration::from_millis(300),
-        ..test_config()
+    {
+        let mut edited = test_config();
+        edited.max_sessions = 3;
+        edited.session_idle = Duration::from_millis(300);
+        edited
     }
 }
 

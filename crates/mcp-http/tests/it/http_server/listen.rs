@@ -13,7 +13,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use mcp_http::server::{HttpConfig, McpBody, McpService};
+use mcp_http::server::{McpBody, McpService};
 use mcp_server::RequestContext;
 use mcp_types::{CallToolResult, GetPromptResult, JsonObject, Prompt, PromptMessage, Tool};
 use serde_json::{Value, json};
@@ -71,9 +71,10 @@ async fn late_handler(_ctx: RequestContext, _args: JsonObject) -> mcp_server::To
 /// idle; a `tools/list_changed` when a tool is registered at run time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listen_acknowledges_keeps_alive_and_reports_new_tools() {
-    let config = HttpConfig {
-        keep_alive: Duration::from_millis(50),
-        ..test_config()
+    let config = {
+        let mut edited = test_config();
+        edited.keep_alive = Duration::from_millis(50);
+        edited
     };
     let srv = TestServer::start_with(tools_only_server, config).await;
     // The conformance suite uses Date.now() ids: 13 digits must round-trip.
@@ -246,9 +247,10 @@ async fn serve_observed(service: McpService, probes: Arc<Probes>) -> SocketAddr 
 async fn closing_the_listen_stream_unsubscribes() {
     let probes = Arc::new(Probes::default());
     let server = tools_only_server(probes.clone());
-    let config = HttpConfig {
-        keep_alive: Duration::ZERO,
-        ..test_config()
+    let config = {
+        let mut edited = test_config();
+        edited.keep_alive = Duration::ZERO;
+        edited
     };
     let addr = serve_observed(McpService::new(server.clone(), config), probes.clone()).await;
 

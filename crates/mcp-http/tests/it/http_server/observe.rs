@@ -51,9 +51,10 @@ fn with_fail(builder: mcp_server::ServerBuilder) -> mcp_server::ServerBuilder {
 }
 
 fn metrics_config() -> HttpConfig {
-    HttpConfig {
-        metrics_path: Some("/metrics".to_owned()),
-        ..test_config()
+    {
+        let mut edited = test_config();
+        edited.metrics_path = Some("/metrics".to_owned());
+        edited
     }
 }
 
@@ -188,9 +189,10 @@ async fn metrics_count_a_tool_error_apart_from_a_protocol_error_and_an_http_refu
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_flight_and_open_listen_gauges_move() {
-    let config = HttpConfig {
-        keep_alive: Duration::from_millis(50),
-        ..metrics_config()
+    let config = {
+        let mut edited = metrics_config();
+        edited.keep_alive = Duration::from_millis(50);
+        edited
     };
     let srv = TestServer::start_with(observed, config).await;
 

@@ -81,9 +81,10 @@ async fn prompt(
 /// resource, a vault template and a secret prompt; two items per page.
 fn scoped_server() -> Server {
     Server::builder("scoped-http", "1.0.0")
-        .config(ServerConfig {
-            page_size: 2,
-            ..Default::default()
+        .config({
+            let mut edited = ServerConfig::default();
+            edited.page_size = 2;
+            edited
         })
         .tool_handler(
             Tool::without_arguments("admin").with_scopes(["db:read", "db:admin"]),

@@ -4,7 +4,6 @@
 use std::io::ErrorKind;
 use std::time::Duration;
 
-use mcp_http::server::HttpConfig;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
@@ -175,9 +174,10 @@ async fn graceful_shutdown_loses_no_request() {
 /// its handler cancelled, instead of being left to run on after `serve_with_shutdown` returned.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_past_the_drain_time_are_cut_off() {
-    let config = HttpConfig {
-        drain: Duration::from_millis(200),
-        ..test_config()
+    let config = {
+        let mut edited = test_config();
+        edited.drain = Duration::from_millis(200);
+        edited
     };
     let mut srv = TestServer::start_with(full_server, config).await;
 
@@ -236,9 +236,10 @@ async fn requests_past_the_drain_time_are_cut_off() {
 /// in time is served as usual.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_connection_is_closed_after_the_first_bytes_timeout() {
-    let config = HttpConfig {
-        first_bytes_timeout: Duration::from_millis(200),
-        ..test_config()
+    let config = {
+        let mut edited = test_config();
+        edited.first_bytes_timeout = Duration::from_millis(200);
+        edited
     };
     let srv = TestServer::start_with(full_server, config).await;
     let mut silent = TcpStream::connect(srv.addr).await.unwrap();

@@ -2,7 +2,7 @@
 //! Accept, Content-Type, body size, and the shape of the message.
 
 use http::{Method, StatusCode};
-use mcp_http::server::{HttpConfig, OriginPolicy};
+use mcp_http::server::OriginPolicy;
 use serde_json::{Value, json};
 
 use super::fixture::full_server;
@@ -244,9 +244,10 @@ async fn on_h2_a_host_that_differs_from_the_authority_is_refused() {
 /// loopback server needs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reverse_proxy_host_can_be_allowed() {
-    let config = HttpConfig {
-        policy: OriginPolicy::loopback().allow_host("mcp.example.com"),
-        ..test_config()
+    let config = {
+        let mut edited = test_config();
+        edited.policy = OriginPolicy::loopback().allow_host("mcp.example.com");
+        edited
     };
     let srv = TestServer::start_with(full_server, config).await;
     for post in [
@@ -324,9 +325,10 @@ async fn content_type_must_be_json() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_over_the_limit_is_413() {
     const LIMIT: usize = 1024;
-    let config = HttpConfig {
-        max_body: LIMIT,
-        ..test_config()
+    let config = {
+        let mut edited = test_config();
+        edited.max_body = LIMIT;
+        edited
     };
     let srv = TestServer::start_with(full_server, config).await;
     let big = Post::tool(1, "echo", json!({"text": "x".repeat(4 * LIMIT)}));

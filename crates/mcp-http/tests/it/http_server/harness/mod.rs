@@ -46,9 +46,10 @@ pub fn within<F: std::future::Future>(
 
 /// The endpoint settings of most tests: defaults, with a drain long enough for a busy machine.
 pub fn test_config() -> HttpConfig {
-    HttpConfig {
-        drain: Duration::from_secs(60),
-        ..HttpConfig::default()
+    {
+        let mut edited = HttpConfig::default();
+        edited.drain = Duration::from_secs(60);
+        edited
     }
 }
 
