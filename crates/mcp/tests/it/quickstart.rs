@@ -10,7 +10,7 @@ use serde_json::json;
 use tokio::process::Command;
 
 /// An example binary that cargo built beside this test.
-fn example(name: &str) -> PathBuf {
+pub(crate) fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test's path");
     let debug = exe
         .parent()

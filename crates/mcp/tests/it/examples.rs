@@ -1,0 +1,118 @@
+//! `examples/elicitation.rs`, `examples/progress.rs` and `examples/templates.rs`, each started
+//! over stdio and driven through the real client.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_client::{Client, ErrorKind};
+use mcp_types::{ElicitAction, ElicitResult, ElicitValue};
+use serde_json::json;
+use tokio::process::Command;
+
+use super::quickstart::example;
+
+async fn connect(name: &str, builder: mcp_client::ClientBuilder) -> Client {
+    builder
+        .connect_stdio(Command::new(example(name)))
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+#[tokio::test]
+async fn the_elicitation_example_asks_and_greets() {
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    let client = connect(
+        "elicitation",
+        Client::builder().on_elicit_form(move |params: mcp_types::ElicitRequestFormParams| {
+            seen.lock().unwrap().push(params.message.clone());
+            async move {
+                let content =
+                    BTreeMap::from([("name".to_owned(), ElicitValue::String("Ada".into()))]);
+                Ok(ElicitResult::accept(content))
+            }
+        }),
+    )
+    .await;
+    let reply = client.call_tool("greet", json!({})).await.expect("greet");
+    assert_eq!(reply.content[0].as_text(), Some("Hello, Ada!"));
+    assert_eq!(*asked.lock().unwrap(), ["Your name?"]);
+    client.close().await.unwrap();
+
+    // A user who declines is greeted all the same.
+    let client = connect(
+        "elicitation",
+        Client::builder().on_elicit_form(|_| async {
+            Ok(ElicitResult {
+                action: ElicitAction::Decline,
+                content: None,
+            })
+        }),
+    )
+    .await;
+    let reply = client.call_tool("greet", json!({})).await.expect("greet");
+    assert_eq!(reply.content[0].as_text(), Some("Hello, whoever you are."));
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_progress_example_reports_every_step_and_stops_when_cancelled() {
+    let client = connect("progress", Client::builder()).await;
+    let steps = Arc::new(Mutex::new(Vec::new()));
+    let seen = steps.clone();
+    let reply = client
+        .call_tool("count", json!({"to": 3, "step_ms": 10}))
+        .on_progress(move |p| seen.lock().unwrap().push((p.progress, p.total)))
+        .await
+        .expect("count");
+    assert_eq!(reply.content[0].as_text(), Some("counted to 3"));
+    assert_eq!(
+        *steps.lock().unwrap(),
+        [(1.0, Some(3.0)), (2.0, Some(3.0)), (3.0, Some(3.0))]
+    );
+
+    // A call given up on (its future dropped) is cancelled on the server; the server goes on
+    // serving the next call at once.
+    let slow = client.call_tool("count", json!({"to": 1000, "step_ms": 1000}));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), slow)
+            .await
+            .is_err()
+    );
+    let reply = client
+        .call_tool("count", json!({"to": 1, "step_ms": 1}))
+        .await
+        .expect("count after a cancellation");
+    assert_eq!(reply.content[0].as_text(), Some("counted to 1"));
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_templates_example_reads_notes_by_typed_id() {
+    let client = connect("templates", Client::builder()).await;
+    let templates = client
+        .list_all_resource_templates()
+        .await
+        .expect("templates");
+    assert_eq!(templates[0].uri_template, "notes://{id}");
+    assert_eq!(
+        templates[0].description.as_deref(),
+        Some("One note by its number.")
+    );
+
+    let index = client.read_resource("notes://index").await.expect("index");
+    let text = index.contents[0].clone();
+    assert_eq!(text.mime_type(), Some("text/plain"));
+    let note = client.read_resource("notes://2").await.expect("note 2");
+    assert_eq!(note.contents[0].mime_type(), Some("text/markdown"));
+    assert_eq!(
+        serde_json::to_value(&note.contents[0]).unwrap()["text"],
+        "# Ideas\n\nA faster MCP server."
+    );
+    for missing in ["notes://9", "notes://two"] {
+        let err = client.read_resource(missing).await.expect_err(missing);
+        assert_eq!(err.kind(), ErrorKind::Protocol, "{missing}: {err}");
+    }
+    client.close().await.unwrap();
+}
