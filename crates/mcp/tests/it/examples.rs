@@ -116,3 +116,55 @@ async fn the_templates_example_reads_notes_by_typed_id() {
     }
     client.close().await.unwrap();
 }
+
+/// `GET path` on `addr`, the body of a 200.
+async fn get(addr: &str, path: &str) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("connects");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn the_axum_example_shares_its_state_with_the_mcp_tools() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = Command::new(example("axum_app"))
+        .args(["--http", &addr])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("starts");
+    let url = format!("http://{addr}/mcp");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let client = loop {
+        match Client::builder().connect_http(&url).await {
+            Ok(client) => break client,
+            Err(_) if std::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("axum_app did not serve {url}: {e}"),
+        }
+    };
+    assert_eq!(get(&addr, "/visits").await, "0");
+    for expected in ["1", "2"] {
+        let reply = client.call_tool("visit", json!({})).await.expect("visit");
+        assert_eq!(reply.content[0].as_text(), Some(expected));
+    }
+    // The web route reads what the tool wrote.
+    assert_eq!(get(&addr, "/visits").await, "2");
+    child.kill().await.unwrap();
+}
