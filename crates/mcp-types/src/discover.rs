@@ -52,14 +52,6 @@ impl DiscoverResult {
         self
     }
 
-    /// Sets the cache hints.
-    #[must_use]
-    pub fn with_cache(mut self, ttl_ms: i64, scope: CacheScope) -> Self {
-        self.ttl_ms = Some(ttl_ms);
-        self.cache_scope = Some(scope);
-        self
-    }
-
     /// Sets the result metadata.
     #[must_use]
     pub fn with_meta(mut self, meta: ResultMeta) -> Self {
@@ -67,3 +59,5 @@ impl DiscoverResult {
         self
     }
 }
+
+cache_hints!(DiscoverResult);

@@ -65,6 +65,8 @@
 
 mod wire;
 
+#[macro_use]
+mod list;
 mod capabilities;
 mod common;
 mod completion;

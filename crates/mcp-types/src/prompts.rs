@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::common::{CacheScope, Icon, JsonObject, ResultType, Role};
+use crate::common::{Icon, JsonObject, ResultType, Role};
 use crate::content::ContentBlock;
 use crate::meta::{RequestMeta, ResultMeta};
 use crate::mrtr::InputResponses;
@@ -227,51 +227,11 @@ impl GetPromptResult {
     }
 }
 
-/// The result of `prompts/list` (`ListPromptsResult`), cacheable and paginated.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListPromptsResult {
-    /// The result kind.
-    #[serde(default)]
-    pub result_type: ResultType,
-    /// The prompts on this page.
-    pub prompts: Vec<Prompt>,
-    /// The cursor of the next page; absent on the last page.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// How long the client may cache this page, in milliseconds; absent or negative means 0.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<i64>,
-    /// Who may share the cached page.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
-    /// Result metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<ResultMeta>,
-}
-
-impl ListPromptsResult {
-    /// A last page of prompts, without cache hints.
-    pub fn new(prompts: Vec<Prompt>) -> Self {
-        ListPromptsResult {
-            prompts,
-            ..Self::default()
-        }
-    }
-
-    /// Sets the cache hints.
-    #[must_use]
-    pub fn with_cache(mut self, ttl_ms: i64, scope: CacheScope) -> Self {
-        self.ttl_ms = Some(ttl_ms);
-        self.cache_scope = Some(scope);
-        self
-    }
-
-    /// Sets the next cursor.
-    #[must_use]
-    pub fn with_next_cursor(mut self, cursor: impl Into<String>) -> Self {
-        self.next_cursor = Some(cursor.into());
-        self
+list_result! {
+    /// The result of `prompts/list` (`ListPromptsResult`), cacheable and paginated.
+    ListPromptsResult {
+        /// The prompts on this page.
+        prompts: Prompt
     }
 }
 

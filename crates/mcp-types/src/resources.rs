@@ -214,110 +214,24 @@ impl ReadResourceResult {
     pub fn single(contents: impl Into<ResourceContents>) -> Self {
         Self::new(vec![contents.into()])
     }
+}
 
-    /// Sets the cache hints.
-    #[must_use]
-    pub fn with_cache(mut self, ttl_ms: i64, scope: CacheScope) -> Self {
-        self.ttl_ms = Some(ttl_ms);
-        self.cache_scope = Some(scope);
-        self
+cache_hints!(ReadResourceResult);
+
+list_result! {
+    /// The result of `resources/list` (`ListResourcesResult`), cacheable and paginated.
+    ListResourcesResult {
+        /// The resources on this page.
+        resources: Resource
     }
 }
 
-/// The result of `resources/list` (`ListResourcesResult`), cacheable and paginated.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListResourcesResult {
-    /// The result kind.
-    #[serde(default)]
-    pub result_type: ResultType,
-    /// The resources on this page.
-    pub resources: Vec<Resource>,
-    /// The cursor of the next page; absent on the last page.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// How long the client may cache this page, in milliseconds; absent or negative means 0.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<i64>,
-    /// Who may share the cached page; all pages of one list use the same scope.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
-    /// Result metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<ResultMeta>,
-}
-
-impl ListResourcesResult {
-    /// A last page of resources, without cache hints.
-    pub fn new(resources: Vec<Resource>) -> Self {
-        ListResourcesResult {
-            resources,
-            ..Self::default()
-        }
-    }
-
-    /// Sets the cache hints.
-    #[must_use]
-    pub fn with_cache(mut self, ttl_ms: i64, scope: CacheScope) -> Self {
-        self.ttl_ms = Some(ttl_ms);
-        self.cache_scope = Some(scope);
-        self
-    }
-
-    /// Sets the next cursor.
-    #[must_use]
-    pub fn with_next_cursor(mut self, cursor: impl Into<String>) -> Self {
-        self.next_cursor = Some(cursor.into());
-        self
-    }
-}
-
-/// The result of `resources/templates/list` (`ListResourceTemplatesResult`), cacheable and
+list_result! {
+    /// The result of `resources/templates/list` (`ListResourceTemplatesResult`), cacheable and
 /// paginated.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListResourceTemplatesResult {
-    /// The result kind.
-    #[serde(default)]
-    pub result_type: ResultType,
-    /// The templates on this page.
-    pub resource_templates: Vec<ResourceTemplate>,
-    /// The cursor of the next page; absent on the last page.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// How long the client may cache this page, in milliseconds; absent or negative means 0.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<i64>,
-    /// Who may share the cached page.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
-    /// Result metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<ResultMeta>,
-}
-
-impl ListResourceTemplatesResult {
-    /// A last page of templates, without cache hints.
-    pub fn new(resource_templates: Vec<ResourceTemplate>) -> Self {
-        ListResourceTemplatesResult {
-            resource_templates,
-            ..Self::default()
-        }
-    }
-
-    /// Sets the cache hints.
-    #[must_use]
-    pub fn with_cache(mut self, ttl_ms: i64, scope: CacheScope) -> Self {
-        self.ttl_ms = Some(ttl_ms);
-        self.cache_scope = Some(scope);
-        self
-    }
-
-    /// Sets the next cursor.
-    #[must_use]
-    pub fn with_next_cursor(mut self, cursor: impl Into<String>) -> Self {
-        self.next_cursor = Some(cursor.into());
-        self
+    ListResourceTemplatesResult {
+        /// The templates on this page.
+        resource_templates: ResourceTemplate
     }
 }
 

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::common::{CacheScope, Icon, JsonObject, ResultType};
+use crate::common::{Icon, JsonObject, ResultType};
 use crate::content::ContentBlock;
 use crate::meta::{RequestMeta, ResultMeta};
 use crate::mrtr::InputResponses;
@@ -302,52 +302,11 @@ impl CallToolResult {
     }
 }
 
-/// The result of `tools/list` (`ListToolsResult`), cacheable and paginated.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListToolsResult {
-    /// The result kind.
-    #[serde(default)]
-    pub result_type: ResultType,
-    /// The tools on this page; spec 2026-07-28 server/tools: SHOULD be in a deterministic order.
-    pub tools: Vec<Tool>,
-    /// The cursor of the next page; absent on the last page.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// How long the client may cache this page, in milliseconds. Required from 2026-07-28 servers;
-    /// a client treats an absent or negative value as 0.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<i64>,
-    /// Who may share the cached page. Required from 2026-07-28 servers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
-    /// Result metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<ResultMeta>,
-}
-
-impl ListToolsResult {
-    /// A last page of tools, without cache hints.
-    pub fn new(tools: Vec<Tool>) -> Self {
-        ListToolsResult {
-            tools,
-            ..Self::default()
-        }
-    }
-
-    /// Sets the cache hints.
-    #[must_use]
-    pub fn with_cache(mut self, ttl_ms: i64, scope: CacheScope) -> Self {
-        self.ttl_ms = Some(ttl_ms);
-        self.cache_scope = Some(scope);
-        self
-    }
-
-    /// Sets the next cursor.
-    #[must_use]
-    pub fn with_next_cursor(mut self, cursor: impl Into<String>) -> Self {
-        self.next_cursor = Some(cursor.into());
-        self
+list_result! {
+    /// The result of `tools/list` (`ListToolsResult`), cacheable and paginated.
+    ListToolsResult {
+        /// The tools on this page; spec 2026-07-28 server/tools: SHOULD be in a deterministic order.
+        tools: Tool
     }
 }
 
