@@ -168,3 +168,41 @@ async fn the_axum_example_shares_its_state_with_the_mcp_tools() {
     assert_eq!(get(&addr, "/visits").await, "2");
     child.kill().await.unwrap();
 }
+
+#[tokio::test]
+async fn the_client_example_lists_and_calls_the_quickstart_tools() {
+    let quickstart = example("quickstart");
+    let output = Command::new(example("client"))
+        .arg(&quickstart)
+        .args(["add", r#"{"a": 1, "b": 2}"#])
+        .output()
+        .await
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.starts_with("connected (2026-07-28)\n"), "{stdout}");
+    assert!(stdout.contains("tool add: Adds two numbers."), "{stdout}");
+    assert!(
+        stdout.contains("tool hits: Counts the calls of this tool."),
+        "{stdout}"
+    );
+    assert!(stdout.contains(r#"structured: {"sum":3.0}"#), "{stdout}");
+
+    // A call the schema refuses is an error result, and the script says so.
+    let output = Command::new(example("client"))
+        .arg(&quickstart)
+        .args(["add", r#"{"a": "one"}"#])
+        .output()
+        .await
+        .expect("runs");
+    assert!(!output.status.success());
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("add failed"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
