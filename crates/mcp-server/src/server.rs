@@ -550,7 +550,9 @@ impl ServerBuilder {
     /// Registers a [`Route`].
     #[must_use]
     pub fn route(mut self, route: Route) -> Self {
-        self.needs.push((route.item(), route.states.clone()));
+        if !route.states.is_empty() {
+            self.needs.push((route.item(), route.states.clone()));
+        }
         let result = route.apply(&mut self.registry);
         self.record(result)
     }

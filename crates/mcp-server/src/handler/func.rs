@@ -352,35 +352,31 @@ pub(crate) fn typed_strings(
     strings
         .into_iter()
         .map(|(name, text)| {
-            let kind = properties
+            let types = properties
                 .and_then(|p| p.get(&name))
                 .map(property_types)
                 .unwrap_or_default();
-            let value = typed_value(&text, &kind).unwrap_or(Value::String(text));
+            let value = typed_value(&text, &types).unwrap_or(Value::String(text));
             (name, value)
         })
         .collect()
 }
 
 /// The JSON types a property's schema allows (`type` as a string or a list).
-fn property_types(schema: &Value) -> Vec<String> {
+fn property_types(schema: &Value) -> Vec<&str> {
     match schema.get("type") {
-        Some(Value::String(t)) => vec![t.clone()],
-        Some(Value::Array(ts)) => ts
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect(),
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
         _ => Vec::new(),
     }
 }
 
-fn typed_value(text: &str, types: &[String]) -> Option<Value> {
-    if types.iter().any(|t| t == "string") {
+fn typed_value(text: &str, types: &[&str]) -> Option<Value> {
+    if types.contains(&"string") {
         return None;
     }
     for t in types {
-        let parsed = match t.as_str() {
+        let parsed = match *t {
             "integer" => text.parse::<i64>().ok().map(Value::from),
             "number" => text
                 .parse::<f64>()
