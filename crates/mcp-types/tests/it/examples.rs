@@ -2,8 +2,9 @@
 //! re-encodes to the same JSON (key order aside), and our encoding validates against the schema's
 //! definition of that type.
 //!
-//! The examples are `shared/spec/examples/<TypeName>/*.json`, copied byte for byte from upstream
-//! `schema/2026-07-28/examples/`; the schema is `shared/spec/schema.json` (JSON Schema 2020-12).
+//! The examples are `tests/spec/examples/<TypeName>/*.json` and the schema (JSON Schema 2020-12)
+//! `tests/spec/schema.json`, copied byte for byte from the specification repository's
+//! `schema/2026-07-28/` (`tests/spec/README.md` names the commit).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -145,7 +146,7 @@ table! {
 }
 
 fn spec_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/spec")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/spec")
 }
 
 fn read_json(path: &Path) -> Value {
