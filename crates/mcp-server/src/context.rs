@@ -61,7 +61,7 @@ pub(crate) struct Mrtr {
     pub(crate) answers: JsonObject,
     /// Input requests gathered by [`RequestContext::request_input`] and not yet answered.
     pub(crate) pending: mcp_types::InputRequests,
-    /// Handler state carried by the verified `requestState`, replaced by `set_state`.
+    /// Handler state carried by the verified `requestState`, replaced by `set_round_state`.
     pub(crate) state: Option<Value>,
     /// The verified incoming state's unique value, if the request carried one.
     pub(crate) nonce: Option<String>,
@@ -78,25 +78,24 @@ impl std::fmt::Debug for RequestContext {
 }
 
 impl RequestContext {
-    #[allow(clippy::too_many_arguments)]
+    /// The context of one request, from what the transport handed the router (`io`: the caller,
+    /// the cancellation token, the notification sink) and what the router read of the request.
     pub(crate) fn new(
+        server: &Server,
+        io: &crate::transport::RequestIo<'_>,
         id: Id,
         method: &'static str,
         meta: Box<RequestMeta>,
-        principal: Principal,
-        cancel: CancellationToken,
-        sink: Option<std::sync::Arc<dyn NotificationSink>>,
-        server: Server,
         mrtr: Mrtr,
     ) -> Self {
         RequestContext {
             id,
             method,
             meta,
-            principal,
-            cancel,
-            sink,
-            server,
+            principal: io.principal.clone(),
+            cancel: io.cancel.clone(),
+            sink: io.sink.clone(),
+            server: server.clone(),
             last_progress: Mutex::new(None),
             mrtr,
         }
@@ -168,6 +167,11 @@ impl RequestContext {
     }
 
     /// Resolves when the client cancels the request (or the server shuts down).
+    ///
+    /// The transports also drop the handler's future when its request is cancelled, so a handler
+    /// that only awaits stops at its next await without looking. This is for work that outlives
+    /// the future: a task spawned with the context, a blocking thread, a query on a server that
+    /// must be told to stop.
     pub fn cancelled(&self) -> WaitForCancellationFuture<'_> {
         self.cancel.cancelled()
     }
@@ -179,7 +183,7 @@ impl RequestContext {
 
     /// Reports progress, if the request asked for it with a `progressToken`.
     ///
-    /// spec 2026-07-28 basic/utilities/progress: the value must increase with every notification, so
+    /// spec 2026-07-28 basic/patterns/progress: the value must increase with every notification, so
     /// a value not above the last one sent is dropped.
     pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
         let (Some(token), Some(sink)) = (&self.meta.progress_token, &self.sink) else {
@@ -421,15 +425,13 @@ mod tests {
             .build()
             .expect("empty server builds");
         RequestContext::new(
+            &server,
+            &crate::transport::RequestIo::plain(&server),
             Id::Int(1),
             "tools/call",
             Box::new(RequestMeta::latest(
                 ClientCapabilities::default().with_elicitation_form(),
             )),
-            Principal::anonymous(),
-            CancellationToken::new(),
-            None,
-            server,
             Mrtr {
                 answers,
                 ..Mrtr::default()

@@ -56,13 +56,11 @@ impl Server {
             );
         };
         let ctx = RequestContext::new(
+            self,
+            &io,
             req.id.clone(),
             "completion/complete",
             req.meta.clone(),
-            io.principal.clone(),
-            io.cancel.clone(),
-            io.sink.clone(),
-            self.clone(),
             Mrtr::default(),
         );
         match Self::guarded(handler.complete(ctx, params), "completion").await {

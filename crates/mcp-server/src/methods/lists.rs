@@ -115,9 +115,10 @@ impl Server {
             });
             return raw_reply(req, &encoded);
         }
-        // spec 2026-07-28 basic/authorization: lists MAY be filtered by the token's scopes; and
-        // (DIGEST §15) a result that depends on the caller is private, which keeps it out of
-        // caches shared across authorization contexts.
+        // spec 2026-07-28 server/tools, server/resources and server/prompts: lists MAY vary with
+        // the token's scopes; and (spec 2026-07-28 server/utilities/caching) a result that depends
+        // on the caller is private, which keeps it out of caches shared across authorization
+        // contexts.
         let visible: Vec<(usize, &T)> = entries()
             .enumerate()
             .filter(|(_, (scopes, _))| scopes.allows(principal))

@@ -59,13 +59,11 @@ impl Server {
             Err(e) => return error_reply(Some(&req.id), &state_error(e), false),
         };
         let ctx = RequestContext::new(
+            self,
+            &io,
             req.id.clone(),
             "prompts/get",
             req.meta.clone(),
-            io.principal.clone(),
-            io.cancel.clone(),
-            io.sink.clone(),
-            self.clone(),
             mrtr,
         );
         match Self::guarded(prompt.handler.get(ctx, arguments), "prompt").await {

@@ -35,9 +35,9 @@ impl Server {
             let what = format!("the resource {}", params.uri);
             return crate::scopes::refusal(&req.id, &what, &found.scopes);
         }
-        // spec 2026-07-28 (DIGEST §15): what a scoped resource holds is for callers with its
-        // scopes only, so no cache may share it across authorization contexts. Without an auth
-        // layer (anonymous) there is one context.
+        // spec 2026-07-28 server/utilities/caching: what a scoped resource holds is for callers
+        // with its scopes only, so no cache may share it across authorization contexts. Without an
+        // auth layer (anonymous) there is one context.
         let cache_scope = if found.scopes.is_unrestricted() || io.principal.is_anonymous() {
             self.inner.config.cache_scope
         } else {
@@ -54,13 +54,11 @@ impl Server {
             Err(e) => return error_reply(Some(&req.id), &state_error(e), false),
         };
         let ctx = RequestContext::new(
+            self,
+            &io,
             req.id.clone(),
             "resources/read",
             req.meta.clone(),
-            io.principal.clone(),
-            io.cancel.clone(),
-            io.sink.clone(),
-            self.clone(),
             mrtr,
         );
         let outcome = Self::guarded(handler.read(ctx, params.uri.clone(), vars), "resource").await;

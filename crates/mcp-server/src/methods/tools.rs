@@ -110,8 +110,8 @@ impl Server {
             params.request_state.as_deref(),
         ) {
             Ok(m) => m,
-            // spec 2026-07-28 server/tools (DIGEST §8.1): an expired state handle is reported to the
-            // model as a tool error, so it can simply call the tool again.
+            // spec 2026-07-28 server/tools: an expired state handle is reported to the model as a
+            // tool error, so it can simply call the tool again.
             Err(StateError::Expired) => {
                 let result = CallToolResult::error(
                     "The confirmation for this call expired before it was answered; call the tool again.",
@@ -133,16 +133,7 @@ impl Server {
             unreachable!("built from an object above")
         };
 
-        let ctx = RequestContext::new(
-            id.clone(),
-            "tools/call",
-            meta,
-            io.principal.clone(),
-            io.cancel.clone(),
-            io.sink.clone(),
-            self.clone(),
-            mrtr,
-        );
+        let ctx = RequestContext::new(self, &io, id.clone(), "tools/call", meta, mrtr);
         let outcome = Self::guarded(tool.handler.call(ctx, arguments), "tool").await;
         match outcome {
             Err(e) => error_reply(Some(&id), &e, false),

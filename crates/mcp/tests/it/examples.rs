@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_client::{Client, ErrorKind};
+use mcp_client::{Client, ErrorKind, Stderr};
 use mcp_types::{ElicitAction, ElicitResult, ElicitValue};
 use serde_json::json;
 use tokio::process::Command;
@@ -58,7 +58,7 @@ async fn the_elicitation_example_asks_and_greets() {
 
 #[tokio::test]
 async fn the_progress_example_reports_every_step_and_stops_when_cancelled() {
-    let client = connect("progress", Client::builder()).await;
+    let client = connect("progress", Client::builder().stderr(Stderr::Capture)).await;
     let steps = Arc::new(Mutex::new(Vec::new()));
     let seen = steps.clone();
     let reply = client
@@ -72,14 +72,27 @@ async fn the_progress_example_reports_every_step_and_stops_when_cancelled() {
         [(1.0, Some(3.0)), (2.0, Some(3.0)), (3.0, Some(3.0))]
     );
 
-    // A call given up on (its future dropped) is cancelled on the server; the server goes on
-    // serving the next call at once.
+    // A call given up on (its future dropped) is cancelled on the server: the handler sees the
+    // cancellation at its first step and says so on stderr; the server goes on serving the next
+    // call at once.
     let slow = client.call_tool("count", json!({"to": 1000, "step_ms": 1000}));
     assert!(
         tokio::time::timeout(Duration::from_millis(300), slow)
             .await
             .is_err()
     );
+    let given_up = std::time::Instant::now();
+    loop {
+        let stderr = client.stderr().await.unwrap_or_default();
+        if stderr.contains("count: cancelled at 1 of 1000") {
+            break;
+        }
+        assert!(
+            given_up.elapsed() < Duration::from_secs(5),
+            "the handler did not see the cancellation; stderr: {stderr}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let reply = client
         .call_tool("count", json!({"to": 1, "step_ms": 1}))
         .await
