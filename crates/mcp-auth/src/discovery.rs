@@ -17,9 +17,9 @@ pub(crate) struct AsMetadata {
 
 /// The metadata URLs of `issuer`, in the order clients try them.
 ///
-/// spec 2026-07-28 basic/authorization (DIGEST §18.2): for an issuer with a path, the RFC 8414
-/// path-inserted form, then OpenID Connect's path-inserted form, then OpenID Connect's appended
-/// form; without a path, the two root forms.
+/// spec 2026-07-28 basic/authorization/authorization-server-discovery: for an issuer with a path,
+/// the RFC 8414 path-inserted form, then OpenID Connect's path-inserted form, then OpenID Connect's
+/// appended form; without a path, the two root forms.
 pub(crate) fn metadata_urls(issuer: &Url) -> Vec<String> {
     let origin = issuer.origin().ascii_serialization();
     let path = issuer.path().trim_end_matches('/');

@@ -1,12 +1,14 @@
 //! The TTL cache for cacheable results.
 //!
-//! spec 2026-07-28 server/utilities/caching (DIGEST §15): `server/discover`, the four lists and
+//! spec 2026-07-28 [server/utilities/caching][spec]: `server/discover`, the four lists and
 //! `resources/read` carry `ttlMs` and `cacheScope`. A result is fresh while `now < received + ttlMs`;
 //! an absent or negative `ttlMs` means 0, so such a result is never stored. `private` results are
 //! keyed by the authorization context and never shared across contexts; `public` ones are shared.
 //! The key is the method plus the result-affecting parameter (cursor or URI). A list-changed or
 //! updated notification invalidates the matching entries at once. Results of MRTR retries are
 //! never stored (the caller does not offer them).
+//!
+//! [spec]: https://modelcontextprotocol.io/specification/2026-07-28/server/utilities/caching
 
 use std::any::Any;
 use std::collections::HashMap;

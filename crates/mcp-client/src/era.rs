@@ -1,6 +1,7 @@
 //! Era detection: is the server modern (2026-07-28, stateless) or legacy (2025, `initialize`)?
 //!
-//! spec 2026-07-28 basic/versioning (DIGEST §7.2-7.3): the client tries modern first.
+//! spec 2026-07-28 [basic/versioning][spec] and the backward compatibility sections of the stdio
+//! and Streamable HTTP transport pages: the client tries modern first.
 //! - stdio: `server/discover`; a `DiscoverResult`, or a recognised modern error (-32020, -32021,
 //!   -32022), means modern; any other error, or no answer in time, means legacy. The fallback never
 //!   keys on one particular error code.
@@ -11,6 +12,8 @@
 //! The decision is cached per connection (stdio) and per origin (HTTP). A caller may also force an
 //! era ([`EraChoice`]): modern never falls back to `initialize`, and legacy sends `initialize` at
 //! once, without a probe.
+//!
+//! [spec]: https://modelcontextprotocol.io/specification/2026-07-28/basic/versioning
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -233,8 +236,8 @@ pub(crate) fn classify_http(answer: Result<Reply, Error>) -> Verdict {
                     }
                 }
                 // A refusal in front of the protocol (authentication, the Host/Origin check of
-                // spec 2026-07-28 streamable-http §16.7) says nothing about the era, and a
-                // legacy `initialize` would only be refused again under a misleading name.
+                // spec 2026-07-28 basic/transports/streamable-http) says nothing about the era, and
+                // a legacy `initialize` would only be refused again under a misleading name.
                 Err(error) if is_refusal(status) => {
                     Verdict::Fail(HttpError::status(status, error.message.as_bytes()).into())
                 }

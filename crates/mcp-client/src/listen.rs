@@ -1,6 +1,6 @@
 //! `subscriptions/listen` as an async stream of notifications.
 //!
-//! spec 2026-07-28 basic/patterns/subscriptions (DIGEST §10): the first message is the
+//! spec 2026-07-28 [basic/patterns/subscriptions][spec]: the first message is the
 //! acknowledgement, whose filter is the honoured subset of the request; every later notification
 //! carries the listen request's id. The client ends the subscription by closing the stream (HTTP)
 //! or with `notifications/cancelled` (stdio); here, by dropping the [`Subscription`]. On a legacy
@@ -8,6 +8,8 @@
 //! requested URIs where the server offers it. On HTTP those notifications come from the session's
 //! one GET stream, opened at connect time and shared by every legacy listen; a server without one
 //! (405) cannot be listened to.
+//!
+//! [spec]: https://modelcontextprotocol.io/specification/2026-07-28/basic/patterns/subscriptions
 
 use std::pin::Pin;
 use std::task::{Context, Poll};

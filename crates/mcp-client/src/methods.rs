@@ -450,9 +450,9 @@ impl Inner {
 
     /// Runs a request that may answer `input_required`, with the number of rounds it took.
     ///
-    /// spec 2026-07-28 basic/patterns/mrtr (DIGEST §9): fulfil every input request, then resend the
-    /// original params with `inputResponses` and the `requestState` echoed unmodified, under a new
-    /// id; these never go on any other request. The rounds are bounded.
+    /// spec 2026-07-28 basic/patterns/mrtr: fulfil every input request, then resend the original
+    /// params with `inputResponses` and the `requestState` echoed unmodified, under a new id; these
+    /// never go on any other request. The rounds are bounded.
     async fn mrtr<T: DeserializeOwned>(
         &self,
         method: &'static str,

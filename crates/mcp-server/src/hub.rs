@@ -1,6 +1,6 @@
 //! The subscription hub and `subscriptions/listen` streams.
 //!
-//! spec 2026-07-28 basic/utilities/subscriptions: the first message of a stream is
+//! spec 2026-07-28 basic/patterns/subscriptions: the first message of a stream is
 //! `notifications/subscriptions/acknowledged` with the honoured filter; every notification carries the
 //! listen request's id verbatim as `io.modelcontextprotocol/subscriptionId`; on a graceful close the
 //! server sends the listen request's result `{resultType: "complete", _meta: {subscriptionId}}`.

@@ -2,8 +2,10 @@
 //!
 //! [`Server::prepare`] runs the transport-independent checks that come before a transport's own
 //! (HTTP compares headers with the body between the two), and [`Server::dispatch`] runs the rest.
-//! The order follows spec 2026-07-28 (DIGEST §16.4): JSON parse, JSON-RPC shape, `_meta`, [headers],
-//! protocol version, method, params, [`Mcp-Param-*`], client capabilities.
+//! The order: JSON parse, JSON-RPC shape, `_meta`, [headers], protocol version, method, params,
+//! [`Mcp-Param-*`], client capabilities. spec 2026-07-28 basic/transports/streamable-http fixes no
+//! order; this one agrees with every case the official conformance suite pins (a missing `_meta`
+//! key beats a header mismatch, which beats an unsupported version).
 
 use std::borrow::Cow;
 use std::panic::AssertUnwindSafe;
@@ -53,9 +55,9 @@ pub(crate) struct CallFields<'a> {
 }
 
 impl CallFields<'_> {
-    /// spec 2026-07-28 (DIGEST §9): `inputResponses` is an object and `requestState` a string when
-    /// present; `null` for either is a malformed retry (-32602), not "absent" (the server would
-    /// silently ask again).
+    /// spec 2026-07-28 basic/patterns/mrtr: `inputResponses` is an object and `requestState` a
+    /// string when present; `null` for either is a malformed retry (-32602), not "absent" (the
+    /// server would silently ask again).
     pub(crate) fn refuse_nulls(&self) -> Result<(), ErrorObject> {
         for (name, value) in [
             ("inputResponses", &self.input_responses),
@@ -176,7 +178,7 @@ pub enum Reply {
 }
 
 /// Checks a `tools/call` against transport-specific rules once the tool is known (HTTP uses this
-/// for `Mcp-Param-*` headers, DIGEST §16.6).
+/// for the `Mcp-Param-*` headers of spec 2026-07-28 basic/transports/streamable-http).
 pub trait ToolCallGuard: Send + Sync {
     /// Returns the error to answer with, if the call must be refused.
     fn check(
@@ -386,7 +388,7 @@ impl Server {
         let modern = meta.as_ref().is_some_and(|m| m.protocol_version.is_some());
 
         // A request without the modern envelope comes from a handshake-era client: a dual-era
-        // server serves it on a legacy session (spec basic/versioning, DIGEST §7.4).
+        // server serves it on a legacy session (spec 2026-07-28 basic/versioning).
         if !modern && self.serves_legacy() {
             // Its session, which names the version, is the transport's to find.
             observed.set_era(RequestEra::Legacy { version: None });
@@ -403,8 +405,9 @@ impl Server {
             });
         }
 
-        // spec 2026-07-28 (DIGEST §7.4): a modern-only server answers a legacy `initialize` with
-        // the versions it speaks so an old client learns why, rather than with a bare -32602.
+        // spec 2026-07-28 basic/versioning: a modern-only server SHOULD name the versions it
+        // speaks in its error to a legacy `initialize`, so an old client learns why rather than
+        // getting a bare -32602. The spec leaves the code open; -32022 with `supported` is ours.
         if request.method == "initialize" && !modern {
             let requested = probe
                 .protocol_version
@@ -416,8 +419,8 @@ impl Server {
             ));
         }
 
-        // spec 2026-07-28 basic (DIGEST §3): params._meta with protocolVersion and
-        // clientCapabilities is required on every request; clientInfo is not.
+        // spec 2026-07-28 basic/index: params._meta with protocolVersion and clientCapabilities is
+        // required on every request; clientInfo is not.
         let Some(meta) = meta else {
             let what = if request.params.is_none() {
                 "missing params (every request needs params._meta)"
@@ -487,7 +490,7 @@ impl Server {
         } else {
             // Unknown and removed methods (initialize with modern _meta, ping, logging/setLevel,
             // resources/subscribe, resources/unsubscribe), and methods of capabilities this server
-            // does not advertise: spec 2026-07-28 (DIGEST §4.1, §4.5).
+            // does not advertise: spec 2026-07-28 schema (`MethodNotFoundError`) and changelog.
             let e = ErrorObject::method_not_found(&req.method);
             Some(error_reply(Some(&req.id), &e, true))
         }

@@ -4,9 +4,10 @@
 //! gives each HTTP connection (or the stdio process) the handshake of the 2025 era once,
 //! `initialize` then `notifications/initialized`, and loads it without the `_meta` envelope.
 //! `--era auto`, the default, probes the server once before the load with a modern
-//! `server/discover` and reads the answer as clients do (spec 2026-07-28 basic/versioning, DIGEST
-//! §7.2-7.3); a server that speaks both eras answers it, so it is measured as modern unless
-//! `--era legacy` is given.
+//! `server/discover` and reads the answer as clients do (spec 2026-07-28 basic/versioning, and the
+//! backward compatibility sections of basic/transports/stdio and basic/transports/streamable-http);
+//! a server that speaks both eras answers it, so it is measured as modern unless `--era legacy` is
+//! given.
 
 use http::StatusCode;
 use mcp_jsonrpc::{Message, code};
@@ -102,8 +103,9 @@ fn is_modern_error(code: i64) -> bool {
     )
 }
 
-/// The stdio rule (DIGEST §7.3): a discover result or a modern error means modern; any other
-/// answer means legacy. `None` for a message that does not answer the probe.
+/// The stdio rule (spec 2026-07-28 basic/transports/stdio): a discover result or a modern error
+/// means modern; any other answer means legacy. `None` for a message that does not answer the
+/// probe.
 pub(crate) fn classify_stdio(message: &[u8]) -> Option<Found> {
     Some(match response(message, PROBE_ID)? {
         Answer::Result(raw) if is_discover_result(&raw) => Found::Modern,
@@ -112,11 +114,12 @@ pub(crate) fn classify_stdio(message: &[u8]) -> Option<Found> {
     })
 }
 
-/// The HTTP rule (DIGEST §7.2), from the answer's status and its JSON-RPC message (`None` when
-/// the body held none): a discover result, a modern error, or a 404 with -32601 means modern; a
-/// 400, 404 or 405 without them, or another answer to the probe, means legacy. A refusal in front
-/// of the protocol (401, 403, 421) and a server error say nothing about the era: the server is
-/// then measured as modern, and the load shows what comes back, with its hints.
+/// The HTTP rule (spec 2026-07-28 basic/transports/streamable-http), from the answer's status and
+/// its JSON-RPC message (`None` when the body held none): a discover result, a modern error, or a
+/// 404 with -32601 means modern; a 400, 404 or 405 without them, or another answer to the probe,
+/// means legacy. A refusal in front of the protocol (401, 403, 421) and a server error say nothing
+/// about the era: the server is then measured as modern, and the load shows what comes back, with
+/// its hints.
 pub(crate) fn classify_http(status: StatusCode, message: Option<&[u8]>) -> Found {
     let refusal = matches!(
         status,

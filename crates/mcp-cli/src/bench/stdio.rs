@@ -20,7 +20,7 @@ use super::workload::{self, Workload};
 const STALL: Duration = Duration::from_secs(30);
 
 /// How long the era probe waits: a server silent that long is taken for a legacy one (spec
-/// 2026-07-28 basic/versioning, DIGEST §7.3).
+/// 2026-07-28 basic/transports/stdio).
 const PROBE_WAIT: Duration = Duration::from_secs(10);
 
 /// The server process and its pipes.

@@ -1,6 +1,6 @@
 //! Streamable HTTP, both eras, over `mcp_http::client`.
 //!
-//! spec 2026-07-28 basic/transports/streamable-http (DIGEST §16): one POST per message with the
+//! spec 2026-07-28 [basic/transports/streamable-http][sh]: one POST per message with the
 //! standard headers; the answer is one JSON message or an SSE stream scoped to the request, whose
 //! notifications come before the response. Closing the stream (dropping the future) cancels.
 //!
@@ -10,6 +10,8 @@
 //! GET stream ([`standalone`]) is opened right after the handshake and kept for the client's life:
 //! it carries the server's requests and notifications that belong to no client request, and every
 //! legacy listen reads from it.
+//!
+//! [sh]: https://modelcontextprotocol.io/specification/2026-07-28/basic/transports/streamable-http
 
 mod standalone;
 
@@ -218,7 +220,7 @@ impl HttpTransport {
                         });
                     }
                 }
-                // spec 2026-07-28 basic/utilities/cancellation: a broken stream loses the request; the
+                // spec 2026-07-28 basic/patterns/cancellation: a broken stream loses the request; the
                 // application may re-issue it as a new request.
                 Err(Error::disconnected(format!(
                     "the response stream of {} ended before its response",

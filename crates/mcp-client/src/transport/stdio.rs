@@ -1,12 +1,14 @@
 //! Newline-delimited JSON-RPC over any byte stream: a child's stdin and stdout, or an in-memory pipe.
 //!
-//! spec 2026-07-28 basic/transports (stdio, DIGEST §17): one compact message per line. The server
+//! spec 2026-07-28 [basic/transports/stdio][spec]: one compact message per line. The server
 //! writes responses, request-scoped notifications (progress, log) and listen notifications tagged
 //! with `subscriptionId`, interleaved; the reader task demultiplexes them: responses by id, progress
 //! by token (the token of a request is its id), log messages to the requests that asked for them
 //! (stdio gives no other way to tell), listen notifications by `subscriptionId`. Cancellation is
 //! `notifications/cancelled`, sent when a request's future is dropped; a response that arrives
 //! later is ignored. A legacy (2025) server also sends requests, which go to the input handlers.
+//!
+//! [spec]: https://modelcontextprotocol.io/specification/2026-07-28/basic/transports/stdio
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -239,7 +241,7 @@ impl Drop for PendingGuard {
             let mut state = self.shared.state.lock().expect("state lock");
             state.pending.remove(&self.id).is_some() && state.closed.is_none()
         };
-        // spec 2026-07-28 basic/utilities/cancellation: on stdio the client MUST send
+        // spec 2026-07-28 basic/patterns/cancellation: on stdio the client MUST send
         // notifications/cancelled; the server then sends nothing more for the request.
         if was_pending && self.cancel {
             let _ = self

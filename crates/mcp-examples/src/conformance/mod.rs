@@ -2,10 +2,10 @@
 //! conformance suite (`modelcontextprotocol/conformance`, 2026-07-28 requirements) calls, registered
 //! on the ordinary mcp-rs API.
 //!
-//! Names, arguments, texts and error codes follow what the suite's scenarios check (the team note
-//! "conformance-scenarios" §§4-5). A few fixtures exist for our own integration tests and are
-//! described as robustness fixtures: `test_slow` (a request that stays in flight until it is
-//! cancelled or its time is up) and `test_panic` (a handler that panics).
+//! Names, arguments, texts and error codes follow what the suite's server scenarios check
+//! (`src/scenarios/server/` in that repository). A few fixtures exist for our own integration
+//! tests and are described as robustness fixtures: `test_slow` (a request that stays in flight
+//! until it is cancelled or its time is up) and `test_panic` (a handler that panics).
 //!
 //! ```
 //! let server = mcp_examples::conformance::build_server().expect("the fixture is valid");

@@ -122,7 +122,8 @@ async fn an_unsupported_version_is_refused_with_the_supported_list() {
 #[tokio::test]
 async fn removed_and_unknown_methods_are_not_found() {
     let mut server = Fixture::start().await;
-    // spec 2026-07-28 (DIGEST §4.5): with a valid modern _meta, the handshake-era methods are gone.
+    // spec 2026-07-28 changelog: with a valid modern _meta, the handshake-era methods are gone, and
+    // the official conformance scenario `server-stateless` expects -32601 for each.
     let methods = [
         "initialize",
         "ping",

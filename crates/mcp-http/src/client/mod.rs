@@ -150,7 +150,7 @@ impl HttpClient {
     /// session id, `Authorization`, ...); `Content-Type` and `Accept` are added here.
     ///
     /// Dropping the returned future, or the [`EventStream`] of its reply, closes the exchange, which
-    /// the server takes as cancellation (spec 2026-07-28 basic/utilities/cancellation).
+    /// the server takes as cancellation (spec 2026-07-28 basic/patterns/cancellation).
     pub async fn post(&self, body: Bytes, mut headers: HeaderMap) -> Result<HttpReply, HttpError> {
         headers.insert(CONTENT_TYPE, JSON);
         headers.insert(ACCEPT, ACCEPT_BOTH);

@@ -1,17 +1,22 @@
 //! The Streamable HTTP server: a `tower::Service` over an `mcp_server::Server`.
 //!
-//! spec 2026-07-28 basic/transports/streamable-http (DIGEST §16): one endpoint, POST only; every POST
-//! carries one JSON-RPC message; a request is answered with `application/json` or with an SSE stream
-//! scoped to that request; notifications get 202. Validation runs in the order of DIGEST §16.4:
+//! spec 2026-07-28 [basic/transports/streamable-http][sh]: one endpoint, POST only; every POST
+//! carries one JSON-RPC message; a request is answered with `application/json` or with an SSE
+//! stream scoped to that request; notifications get 202. Validation runs in this order:
 //! Host/Origin (403), method (405), `Accept` (406), `Content-Type` (415), body size (413), JSON
 //! (-32700), JSON-RPC shape (-32600), `_meta` (-32602), standard headers (-32020), protocol version
 //! (-32022), method (-32601/404), params (-32602 in band), `Mcp-Param-*` (-32020), client
 //! capabilities (-32021).
+//! The spec fixes neither the order nor the statuses for `Accept`, `Content-Type`, body size, JSON
+//! and JSON-RPC shape (those are the SDKs' usual ones); the order agrees with every case the
+//! official conformance suite pins.
 //!
 //! Every request reaches the server's observers ([`mcp_server::observe`]) through one
 //! [`RequestProbe`]: refusals at the HTTP level are reported here, with their status, apart from
 //! JSON-RPC errors. With [`HttpConfig::metrics_path`] set, the same service also answers
 //! `GET /metrics`; [`MetricsService`] serves them on an address of their own instead.
+//!
+//! [sh]: https://modelcontextprotocol.io/specification/2026-07-28/basic/transports/streamable-http
 
 mod body;
 mod h1;
@@ -505,7 +510,10 @@ impl ToolCallGuard for OwnedParamGuard {
     }
 }
 
-/// The HTTP status of a JSON-RPC outcome (DIGEST §8).
+/// The HTTP status of a JSON-RPC outcome. spec 2026-07-28 basic/index and
+/// basic/transports/streamable-http fix 400 for -32020, -32021, -32022 and a missing `_meta` key,
+/// and 404 for -32601; 400 for -32700 and -32600, and 200 for the errors of a method, are the
+/// SDKs' convention where the spec says nothing.
 pub fn status_for(outcome: Outcome) -> StatusCode {
     use mcp_jsonrpc::code;
     match outcome {

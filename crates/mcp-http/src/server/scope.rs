@@ -1,11 +1,13 @@
 //! A refusal for want of scopes as HTTP says it: 403 with an `insufficient_scope` challenge.
 //!
-//! spec 2026-07-28 basic/authorization (DIGEST §18.1): runtime insufficient scope SHOULD be
+//! spec 2026-07-28 [basic/authorization][spec]: runtime insufficient scope SHOULD be
 //! answered with 403 and `WWW-Authenticate: Bearer error="insufficient_scope", scope="<all scopes
 //! needed>", resource_metadata="...", error_description="..."`. This service knows the scopes but
 //! not the Protected Resource Metadata URL, which is the auth layer's: it writes the challenge
 //! without it and puts the [`InsufficientScope`] in the response extensions, from which a layer in
 //! front completes the challenge ([`insufficient_scope_challenge`] with its URL).
+//!
+//! [spec]: https://modelcontextprotocol.io/specification/2026-07-28/basic/authorization
 
 use http::header::WWW_AUTHENTICATE;
 use http::{HeaderValue, Response};

@@ -1,6 +1,6 @@
 //! The handshake era (2025-03-26 to 2025-11-25), served from the same registry.
 //!
-//! spec 2026-07-28 basic/versioning (DIGEST §7.4): a dual-era server serves requests with the modern
+//! spec 2026-07-28 [basic/versioning][spec]: a dual-era server serves requests with the modern
 //! `_meta` envelope statelessly, and an `initialize` starts legacy semantics scoped to the stdio
 //! process or the HTTP session. This module is that legacy side, written once for every transport:
 //!
@@ -17,6 +17,8 @@
 //! - [`LegacySession::notifications`] is the session's stream of change notifications
 //!   (`list_changed` and `resources/updated` for its subscriptions), without the
 //!   `subscriptionId` of modern listen streams.
+//!
+//! [spec]: https://modelcontextprotocol.io/specification/2026-07-28/basic/versioning
 
 mod bridge;
 mod events;
@@ -241,9 +243,10 @@ impl Server {
     /// Answers `initialize` and starts the session it opens; an `initialize` that cannot be read
     /// gets its error instead.
     ///
-    /// spec basic/versioning (DIGEST §7.4, ECOSYSTEM pitfall 1): `initialize` always starts the
-    /// handshake era, even when it offers 2026-07-28; the answer is the version asked for when it is
-    /// one of [`LEGACY_VERSIONS`], else the newest of them.
+    /// spec 2026-07-28 basic/versioning: `initialize` always starts the handshake era, even when it
+    /// offers 2026-07-28, as hosts such as ChatGPT's connectors may (rmcp, the Go SDK and the C#
+    /// SDK each had to fix answering it in the new era); the answer is the version asked for when
+    /// it is one of [`LEGACY_VERSIONS`], else the newest of them.
     pub fn legacy_initialize(
         &self,
         req: &Prepared<'_>,

@@ -1,9 +1,11 @@
-//! Multi round-trip requests (spec 2026-07-28 basic/patterns/mrtr, DIGEST §9), server side.
+//! Multi round-trip requests (spec 2026-07-28 [basic/patterns/mrtr][spec]), server side.
 //!
 //! A handler asks for input through its [`RequestContext`](crate::RequestContext); the runtime answers
 //! `input_required` with the input requests and a sealed `requestState`. When the client retries with
 //! `inputResponses` and the state, the runtime verifies the state, keeps only the answers to what was
 //! asked, and runs the handler again with every answer gathered so far.
+//!
+//! [spec]: https://modelcontextprotocol.io/specification/2026-07-28/basic/patterns/mrtr
 
 mod state;
 

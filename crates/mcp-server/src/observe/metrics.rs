@@ -73,7 +73,8 @@ const BOUNDS_LE: [&str; 19] = [
 /// Buckets including `+Inf`.
 const BUCKETS: usize = BOUNDS_NS.len() + 1;
 
-/// The JSON-RPC error codes with a label of their own (DIGEST §8); any other code is `other`.
+/// The JSON-RPC error codes with a label of their own (spec 2026-07-28 basic/index, error codes);
+/// any other code is `other`.
 const CODES: [i64; 8] = [
     code::PARSE_ERROR,
     code::INVALID_REQUEST,
@@ -88,7 +89,9 @@ const CODE_LABELS: [&str; 9] = [
     "-32700", "-32600", "-32601", "-32602", "-32603", "-32020", "-32021", "-32022", "other",
 ];
 
-/// The HTTP statuses of HTTP-level refusals (DIGEST §16.4); anything else is `other`.
+/// The HTTP statuses of HTTP-level refusals (spec 2026-07-28 basic/transports/streamable-http
+/// names 400, 403 and 405; 406, 413 and 415 are HTTP's own answers to a bad `Accept`, a bad
+/// `Content-Type` and a body too large, which the spec leaves open); anything else is `other`.
 const STATUSES: [u16; 6] = [400, 403, 405, 406, 413, 415];
 const STATUS_LABELS: [&str; 7] = ["400", "403", "405", "406", "413", "415", "other"];
 

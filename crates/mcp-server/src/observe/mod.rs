@@ -68,7 +68,7 @@ impl Transport {
     }
 }
 
-/// A request method from the spec's list (DIGEST §4.1), or `Other`.
+/// A request method from the spec's list (`ClientRequest` in spec 2026-07-28 schema), or `Other`.
 ///
 /// Metrics label requests with this, never with the method string a client sent, so the label set
 /// stays bounded whatever clients send.
@@ -219,7 +219,7 @@ impl RequestEra {
 }
 
 /// A client notification's method: the only one the spec defines for clients is
-/// `notifications/cancelled` (DIGEST §4.2).
+/// `notifications/cancelled` (spec 2026-07-28 basic/patterns/cancellation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NotificationKind {
     /// `notifications/cancelled`

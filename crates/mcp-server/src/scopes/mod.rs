@@ -1,9 +1,10 @@
 //! The OAuth scopes a tool, resource, resource template or prompt needs.
 //!
-//! spec 2026-07-28 basic/authorization (DIGEST §18.1): lists MAY be filtered by the token's scopes,
-//! and an operation beyond them is answered with 403 `insufficient_scope` naming every scope it
-//! needs. A registration names its scopes once ([`WithScopes::with_scopes`]); the router filters
-//! the lists and refuses calls with them.
+//! spec 2026-07-28 [server/tools][tools] (and the resources and prompts pages): lists MAY vary
+//! with the token's scopes; spec 2026-07-28 [basic/authorization][auth]: an operation beyond them
+//! is answered with 403 `insufficient_scope` naming every scope it needs. A registration names its
+//! scopes once ([`WithScopes::with_scopes`]); the router filters the lists and refuses calls with
+//! them.
 //!
 //! Who is restricted: an authenticated [`Principal`] (one an auth layer put in the request) is
 //! checked; [`Principal::anonymous`] is not. An anonymous request means that no auth layer is in
@@ -16,6 +17,9 @@
 //! ([`Scopes::any`]). The authorization server, which issues the scopes, is the place for
 //! hierarchies; an implication rule here would make a 403's `scope` parameter depend on
 //! server-side configuration that the client cannot see.
+//!
+//! [tools]: https://modelcontextprotocol.io/specification/2026-07-28/server/tools
+//! [auth]: https://modelcontextprotocol.io/specification/2026-07-28/basic/authorization
 
 use std::fmt;
 use std::sync::Arc;
@@ -237,8 +241,8 @@ impl WithScopes for mcp_types::Prompt {}
 /// spec 2026-07-28 basic/authorization: over HTTP the refusal is a 403 with an
 /// `insufficient_scope` challenge, and the status is what clients act on; the body is this error
 /// for the request's id, so that a client or log that reads it sees why. The spec names no code for
-/// it and reserves -32000 to -32099 (DIGEST §8: application codes SHOULD live outside -32768 to
-/// -32000), so it is one of ours, echoing the status.
+/// it and reserves -32000 to -32099 (spec 2026-07-28 basic/index: new codes SHOULD be allocated
+/// outside -32768 to -32000), so it is one of ours, echoing the status.
 pub const INSUFFICIENT_SCOPE: i64 = -31403;
 
 impl InsufficientScope {

@@ -1,10 +1,12 @@
 //! The stdio transport: newline-delimited JSON-RPC on a byte stream.
 //!
-//! spec 2026-07-28 basic/transports (stdio, DIGEST §17): one message per line, compact JSON, UTF-8;
+//! spec 2026-07-28 [basic/transports/stdio][spec]: one message per line, compact JSON, UTF-8;
 //! only protocol messages on stdout and logs on stderr; requests are served concurrently and their
 //! notifications interleave; `notifications/cancelled` stops a request and nothing more is sent for
 //! it; on end of input, requests in flight finish, listen streams end with their graceful result, and
 //! the server exits. The same framing works over any reliable byte stream (a Unix socket, TCP).
+//!
+//! [spec]: https://modelcontextprotocol.io/specification/2026-07-28/basic/transports/stdio
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -399,9 +399,10 @@ impl McpService {
             .headers
             .get(MCP_PROTOCOL_VERSION)
             .and_then(|v| v.to_str().ok());
-        // spec basic/versioning (DIGEST §7.4, ECOSYSTEM pitfall 1): `initialize` always starts the
-        // handshake era, whatever version its header names: a dual-era host that spoke 2026-07-28
-        // to this endpoint before, or offers it, may still send that header with its handshake.
+        // spec 2026-07-28 basic/versioning: `initialize` always starts the handshake era, whatever
+        // version its header names: a dual-era host that spoke 2026-07-28 to this endpoint before,
+        // or offers it (as ChatGPT's connectors may), may still send that header with its
+        // handshake. Several peer SDKs had to fix answering such an `initialize` in the new era.
         if req.method == "initialize" {
             return match server.legacy_initialize(&req) {
                 Err(reply) => legacy_json(probe, reply),

@@ -1,6 +1,6 @@
-//! spec 2026-07-28 (DIGEST §11): over Streamable HTTP, a client cancels by closing the request's
-//! SSE stream or the connection; the server MUST treat that as cancellation, SHOULD stop promptly,
-//! and MUST NOT send anything further for the request.
+//! spec 2026-07-28 basic/patterns/cancellation: over Streamable HTTP, a client cancels by closing
+//! the request's SSE stream or the connection; the server MUST treat that as cancellation, SHOULD
+//! stop promptly, and MUST NOT send anything further for the request.
 //!
 //! The `slow` tool records `cancelled:TAG` when its context's `cancelled()` fires, and `stopped:TAG`
 //! when the handler ends, by returning or by being dropped. Every test waits for both with a

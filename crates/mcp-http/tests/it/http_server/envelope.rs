@@ -1,6 +1,7 @@
 //! The request envelope: `_meta`, the standard headers checked against the body, the protocol
-//! version, and methods the server does not serve. The statuses and codes are those of DIGEST
-//! §16.4 and the conformance note §3 and §7.1.
+//! version, and methods the server does not serve. The statuses and codes are those of spec
+//! 2026-07-28 basic/index and basic/transports/streamable-http, as the official conformance
+//! scenarios `server-stateless` and `http-header-validation` check them.
 
 use http::StatusCode;
 use mcp_http::encode_value;

@@ -1,6 +1,7 @@
-//! `subscriptions/listen` over HTTP (DIGEST §10, §16.2): an SSE stream that starts with the
-//! acknowledgement, stays open with keep-alive comments, carries the notifications the client
-//! opted in to, and unsubscribes when the client closes it.
+//! `subscriptions/listen` over HTTP (spec 2026-07-28 basic/patterns/subscriptions and
+//! basic/transports/streamable-http): an SSE stream that starts with the acknowledgement, stays
+//! open with keep-alive comments, carries the notifications the client opted in to, and
+//! unsubscribes when the client closes it.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

@@ -2,8 +2,9 @@
 //! `serve_with_shutdown` on `127.0.0.1:0` and talks to it with a real HTTP client (hyper's
 //! connection API for HTTP/1.1 and h2c, or raw TCP where the bytes on the wire matter).
 //!
-//! spec 2026-07-28 basic/transports/streamable-http (DIGEST §16), with the validation order and
-//! statuses of DIGEST §16.4 and the conformance note's §3.
+//! spec 2026-07-28 basic/transports/streamable-http. The spec fixes the statuses but not the order
+//! of the checks: the tests pin ours where the official conformance suite pins one (a missing
+//! `_meta` key beats a header mismatch, which beats an unsupported version).
 
 mod axum_mount;
 mod cancel;

@@ -1,5 +1,6 @@
-//! What needs the tool definition: `Mcp-Param-*` headers (DIGEST §16.6), client capabilities
-//! (-32021), and the errors answered in band.
+//! What needs the tool definition: `Mcp-Param-*` headers (`x-mcp-header` in spec 2026-07-28
+//! basic/transports/streamable-http), client capabilities (-32021), and the errors answered in
+//! band.
 
 use http::StatusCode;
 use mcp_http::encode_value;
@@ -52,7 +53,8 @@ async fn matching_param_headers_are_accepted() {
         );
     }
 
-    // A value that only looks like part of a sentinel is a literal (conformance §7.2).
+    // A value that only looks like part of a sentinel is a literal, as the official conformance
+    // scenario `http-custom-header-server-validation` checks.
     for literal in ["SGVsbG8=", "=?base64?SGVsbG8=", "=?BASE64?SGVsbG8=?="] {
         let reply = srv
             .send(&region(3, json!({"region": literal}), Some(literal), None))
@@ -119,7 +121,9 @@ async fn a_param_header_that_differs_from_the_body_is_a_header_mismatch() {
         .error(StatusCode::BAD_REQUEST, -32020, Some(json!(8)));
 }
 
-/// Conformance §7.2: a sentinel with bad padding or bad characters is 400 / -32020.
+/// A sentinel with bad padding or bad characters is 400 / -32020: the spec page only says invalid
+/// characters are, but SEP-2243's test cases and the official conformance scenario
+/// `http-custom-header-server-validation` count these too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_undecodable_param_sentinel_is_a_header_mismatch() {
     let srv = TestServer::start().await;

@@ -88,9 +88,10 @@ async fn read_stream(stream: &mut SseStream) -> (Vec<Value>, Value) {
     }
 }
 
-/// spec 2026-07-28 (DIGEST §12, §16.2): a request with a `progressToken` gets an SSE stream with
-/// its progress notifications before the final result, one message per event, no `id:` or
-/// `retry:`, and the stream ends right after the result.
+/// spec 2026-07-28 basic/patterns/progress and basic/transports/streamable-http: a request with a
+/// `progressToken` gets an SSE stream with its progress notifications before the final result, and
+/// the stream ends right after the result. The spec leaves the SSE framing open; ours is one
+/// message per event, with no `id:` or `retry:`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_is_streamed_before_the_result() {
     let srv = TestServer::start().await;
@@ -134,8 +135,8 @@ fn log_lines(notes: &[Value]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// spec 2026-07-28 (DIGEST §13): with a `logLevel`, log messages at or above it travel on the
-/// request's stream; without one, none is sent.
+/// spec 2026-07-28 server/utilities/logging: with a `logLevel`, log messages at or above it travel
+/// on the request's stream; without one, none is sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn log_messages_follow_the_requested_level() {
     let srv = TestServer::start().await;

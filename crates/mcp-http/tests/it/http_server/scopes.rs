@@ -5,7 +5,7 @@
 //! challenge (the `InsufficientScope` reaching the layer in the response extensions), in both eras,
 //! with the connection serving the next request normally.
 //!
-//! spec 2026-07-28 basic/authorization (DIGEST §18.1), caching (DIGEST §15).
+//! spec 2026-07-28 basic/authorization and server/utilities/caching.
 
 use axum::extract::Request;
 use axum::middleware::Next;

@@ -12,12 +12,12 @@ fn discover(id: i64) -> Post {
     Post::call(id, "server/discover", json!({}))
 }
 
-/// spec 2026-07-28 (DIGEST §7.4): no GET stream and no session to DELETE, so both get 405 with
-/// `Allow: POST`, whatever legacy headers they carry.
+/// spec 2026-07-28 basic/transports/streamable-http: no GET stream and no session to DELETE, so
+/// both get 405 with `Allow: POST`, whatever legacy headers they carry.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_and_delete_are_405_with_allow_post() {
     // Without a session to name, and on a modern-only server with one named: 405, as a modern
-    // endpoint answers (DIGEST §7.4).
+    // endpoint answers (spec 2026-07-28 basic/transports/streamable-http).
     let dual = TestServer::start().await;
     let modern = TestServer::start_with(
         super::fixture::modern_only_server,
@@ -55,9 +55,9 @@ async fn get_and_delete_are_405_with_allow_post() {
     }
 }
 
-/// spec 2026-07-28 (DIGEST §7.4): `Mcp-Session-Id` and `Last-Event-ID` are ignored, and no session
-/// id is ever minted or echoed ([`Client::open`](super::harness::Client::open) checks every
-/// response for one).
+/// spec 2026-07-28 basic/transports/streamable-http: `Mcp-Session-Id` and `Last-Event-ID` are
+/// ignored, and no session id is ever minted or echoed
+/// ([`Client::open`](super::harness::Client::open) checks every response for one).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn legacy_session_headers_are_ignored() {
     let srv = TestServer::start().await;
