@@ -1,6 +1,5 @@
 //! A real authorization server: oidc-provider in a Node child process (peers/interop/oidc-as.mjs).
 
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -13,16 +12,13 @@ pub const CLIENT: (&str, &str) = ("mcp-client", "mcp-client-secret");
 /// The resource server's own credentials, for introspection.
 pub const RS: (&str, &str) = ("mcp-rs", "mcp-rs-secret");
 
-fn peers() -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../peers");
-    let node = root.join("node_modules/.bin/node");
-    let provider = root.join("node_modules/oidc-provider/package.json");
-    assert!(
-        node.exists() && provider.exists(),
-        "the interop peers are not installed (node and oidc-provider under {}): run scripts/peers-install",
-        root.display()
-    );
-    root
+/// The peers' folder, when Node and oidc-provider are installed there; `None` (said in one line)
+/// otherwise.
+fn peers() -> Option<mcp_testenv::Peers> {
+    mcp_testenv::Peers::get(&[
+        "node_modules/.bin/node",
+        "node_modules/oidc-provider/package.json",
+    ])
 }
 
 /// A running oidc-provider, killed when dropped.
@@ -75,20 +71,22 @@ mod tempfile_path {
 }
 
 impl OidcAs {
-    /// Starts the AS issuing JWTs for `resources` and opaque tokens for `opaque`.
-    pub async fn start(resources: &[&str], opaque: &[&str]) -> Self {
+    /// Starts the AS issuing JWTs for `resources` and opaque tokens for `opaque`; `None` when
+    /// oidc-provider is not installed.
+    pub async fn start(resources: &[&str], opaque: &[&str]) -> Option<Self> {
+        peers()?;
         let keys = tempfile_path::TempDir::new();
         let resources: Vec<String> = resources.iter().map(|s| s.to_string()).collect();
         let opaque: Vec<String> = opaque.iter().map(|s| s.to_string()).collect();
         let (child, issuer, port) = launch(&keys, 0, "a", &resources, &opaque).await;
-        OidcAs {
+        Some(OidcAs {
             issuer,
             port,
             keys,
             resources,
             opaque,
             child,
-        }
+        })
     }
 
     /// Restarts on the same port (same issuer), signing with key `kid` from now on and publishing
@@ -147,10 +145,9 @@ async fn launch(
     resources: &[String],
     opaque: &[String],
 ) -> (Child, String, u16) {
-    let peers = peers();
-    let mut command = Command::new(peers.join("node_modules/.bin/node"));
+    let peers = peers().expect("checked by OidcAs::start");
+    let mut command = Command::from(peers.node("interop/oidc-as.mjs"));
     command
-        .arg(peers.join("interop/oidc-as.mjs"))
         .arg("--keys")
         .arg(keys.path().join("keys.json"))
         .arg("--port")

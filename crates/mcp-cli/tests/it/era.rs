@@ -87,9 +87,13 @@ fn refused_as_not_modern(run: &Run) {
 
 #[test]
 fn forcing_modern_on_a_handshake_era_server_fails_clearly() {
-    let stdio = everything_stdio();
+    let Some(stdio) = everything_stdio() else {
+        return;
+    };
     refused_as_not_modern(&mcp(&["tools", "--era", "modern", "--stdio", &stdio], ""));
-    let server = Everything::start();
+    let Some(server) = Everything::start() else {
+        return;
+    };
     let run = mcp(&["tools", "--era", "modern", "--url", &server.url], "");
     refused_as_not_modern(&run);
     assert!(run.stderr.contains("HTTP 400"), "{}", run.stderr);

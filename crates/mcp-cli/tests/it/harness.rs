@@ -453,23 +453,17 @@ pub fn canned_http(response: &'static str, path: &str) -> String {
 }
 
 /// server-everything, the handshake-era reference server (TypeScript SDK v1), from the installed
-/// peers: the node binary and the script.
-pub fn everything() -> (PathBuf, PathBuf) {
-    let peers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../peers");
-    let node = peers.join("node_modules/.bin/node");
-    let script = peers.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(
-        node.exists() && script.exists(),
-        "the peers are not installed under {}: run scripts/peers-install",
-        peers.display()
-    );
-    (node, script)
+/// peers: the node binary and the script; `None` (said in one line) when not installed.
+pub fn everything() -> Option<(PathBuf, PathBuf)> {
+    const SCRIPT: &str = "node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+    let peers = mcp_testenv::Peers::get(&["node_modules/.bin/node", SCRIPT])?;
+    Some((peers.path("node_modules/.bin/node"), peers.path(SCRIPT)))
 }
 
-/// The `--stdio` command line of server-everything.
-pub fn everything_stdio() -> String {
-    let (node, script) = everything();
-    format!("'{}' '{}' stdio", node.display(), script.display())
+/// The `--stdio` command line of server-everything, when installed.
+pub fn everything_stdio() -> Option<String> {
+    let (node, script) = everything()?;
+    Some(format!("'{}' '{}' stdio", node.display(), script.display()))
 }
 
 /// server-everything over Streamable HTTP (session mode) on a free loopback port, killed when
@@ -480,8 +474,9 @@ pub struct Everything {
 }
 
 impl Everything {
-    pub fn start() -> Everything {
-        let (node, script) = everything();
+    /// Starts it, when installed.
+    pub fn start() -> Option<Everything> {
+        let (node, script) = everything()?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
@@ -507,7 +502,7 @@ impl Everything {
             );
             std::thread::sleep(Duration::from_millis(100));
         }
-        server
+        Some(server)
     }
 }
 

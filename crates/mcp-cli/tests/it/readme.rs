@@ -431,6 +431,9 @@ impl Reader {
     /// and be refused for that role, not for its flags. The TLS example names a CA file only the
     /// reader's machine has: it must get as far as reading it.
     fn postgres_example(&self, section: &str, line: &str, words: &[String]) {
+        if !mcp_testenv::postgres() {
+            return;
+        }
         let output = self
             .command(words)
             .args(["--http", "127.0.0.1:0"])

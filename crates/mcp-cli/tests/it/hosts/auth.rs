@@ -29,12 +29,6 @@ impl Drop for Oidc {
 impl Oidc {
     /// Starts the AS issuing JWT access tokens for `resource`.
     fn start(peers: &Peers, resource: &str) -> Oidc {
-        assert!(
-            peers
-                .path("node_modules/oidc-provider/package.json")
-                .exists(),
-            "oidc-provider is not installed: run scripts/peers-install"
-        );
         let keys = TempDir::new();
         let mut child = peers
             .node("interop/oidc-as.mjs")
@@ -121,7 +115,9 @@ fn serve_with_auth(data: &TempDir, issuer: &str, port: u16) -> (Serve, String) {
 
 #[test]
 fn mcp_serve_with_auth_answers_401_without_a_token_and_serves_with_one() {
-    let peers = Peers::get();
+    let Some(peers) = super::peers() else {
+        return;
+    };
     let port = free_port();
     let resource = format!("http://127.0.0.1:{port}/mcp");
     let oidc = Oidc::start(&peers, &resource);
@@ -226,7 +222,9 @@ fn mcp_serve_with_auth_answers_401_without_a_token_and_serves_with_one() {
 
 #[test]
 fn official_clients_reach_mcp_serve_through_the_auth_layer() {
-    let peers = Peers::get();
+    let Some(peers) = super::peers() else {
+        return;
+    };
     let port = free_port();
     let resource = format!("http://127.0.0.1:{port}/mcp");
     let oidc = Oidc::start(&peers, &resource);

@@ -12,7 +12,8 @@
 //! - `sessions`: the session bounds the README names, through the binary.
 //!
 //! The peers come from `scripts/peers-install` (npm and PyPI, pinned in `peers/`); without them
-//! these tests fail and say so.
+//! these tests return at once and say so in one line (they fail under `MCP_RS_REQUIRE_ALL`, as
+//! `scripts/test` runs them).
 
 mod auth;
 mod inspector;
@@ -22,7 +23,7 @@ mod sessions;
 mod ts_v1;
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -41,60 +42,23 @@ pub const TABLE: &str = "sql://main/main/items";
 /// The bound on one peer's run; each of its steps has its own 15 s bound.
 const PEER_TIMEOUT: Duration = Duration::from_secs(90);
 
-/// The installed peers.
-pub struct Peers {
-    dir: PathBuf,
+pub use mcp_testenv::Peers;
+
+/// The peers these tests run, when installed; `None` (said in one line) when one is missing.
+pub fn peers() -> Option<Peers> {
+    Peers::get(&[
+        "node_modules/.bin/node",
+        "node_modules/@modelcontextprotocol/sdk/package.json",
+        "node_modules/@modelcontextprotocol/inspector-cli/build/cli.js",
+        "node_modules/@modelcontextprotocol/client/package.json",
+        "node_modules/oidc-provider/package.json",
+        ".venv/bin/python",
+    ])
 }
 
-impl Peers {
-    /// The peers folder, after checking that every peer these tests run is installed: a missing
-    /// one fails the test with the command that installs it, never skips it.
-    pub fn get() -> Peers {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../peers");
-        let dir = dir.canonicalize().unwrap_or(dir);
-        let missing: Vec<_> = [
-            "node_modules/.bin/node",
-            "node_modules/@modelcontextprotocol/sdk/package.json",
-            "node_modules/@modelcontextprotocol/inspector-cli/build/cli.js",
-            "node_modules/@modelcontextprotocol/client/package.json",
-            ".venv/bin/python",
-        ]
-        .into_iter()
-        .filter(|p| !dir.join(p).exists())
-        .collect();
-        assert!(
-            missing.is_empty(),
-            "the interop peers are not installed ({} missing under {}): run scripts/peers-install",
-            missing.join(", "),
-            dir.display()
-        );
-        Peers { dir }
-    }
-
-    pub fn path(&self, relative: &str) -> PathBuf {
-        self.dir.join(relative)
-    }
-
-    /// `node SCRIPT` with the pinned Node 22, which also comes first on the `PATH` of anything it
-    /// starts; `script` is relative to `peers/`.
-    pub fn node(&self, script: &str) -> Command {
-        let bin = self.dir.join("node_modules/.bin");
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        let mut paths = vec![bin.clone()];
-        paths.extend(std::env::split_paths(&path));
-        let mut command = Command::new(bin.join("node"));
-        command
-            .arg(self.dir.join(script))
-            .env("PATH", std::env::join_paths(paths).expect("a PATH"));
-        command
-    }
-
-    /// `python SCRIPT` in the peers' virtual environment; `script` is relative to `peers/`.
-    pub fn python(&self, script: &str) -> Command {
-        let mut command = Command::new(self.dir.join(".venv/bin/python"));
-        command.arg(self.dir.join(script));
-        command
-    }
+/// The peers, for a helper of a test that began by checking [`peers`].
+pub fn installed() -> Peers {
+    peers().expect("the test checked that the peers are installed")
 }
 
 /// What one peer run printed.

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use super::{Peers, Scratch, check_sql_steps, plan, run_approving, stdio_command};
+use super::{Scratch, check_sql_steps, plan, run_approving, stdio_command};
 use crate::serve::support::Serve;
 
 const MODERN: &str = "2026-07-28";
@@ -20,7 +20,7 @@ enum Sdk {
 }
 
 fn client(sdk: Sdk, scratch: &Scratch, target: &[String]) -> Command {
-    let peers = Peers::get();
+    let peers = super::installed();
     let mut command = match sdk {
         Sdk::TypeScript => {
             let mut c = peers.node("interop/ts-serve-client.mjs");
@@ -52,6 +52,9 @@ fn check(summary: &Value, http: bool) {
 
 #[test]
 fn modern_clients_over_http() {
+    if super::peers().is_none() {
+        return;
+    }
     let scratch = Scratch::new();
     let args = scratch.serve_args();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -67,6 +70,9 @@ fn modern_clients_over_http() {
 
 #[test]
 fn modern_clients_over_https_with_the_test_ca() {
+    if super::peers().is_none() {
+        return;
+    }
     let scratch = Scratch::new();
     let ca = crate::certs::TestCa::new("mcp-rs interop CA");
     let folder = scratch.data.parent().expect("the scratch folder");
@@ -102,6 +108,9 @@ fn modern_clients_over_https_with_the_test_ca() {
 
 #[test]
 fn modern_clients_over_stdio() {
+    if super::peers().is_none() {
+        return;
+    }
     let scratch = Scratch::new();
     let mut target = vec!["stdio".to_owned()];
     target.extend(stdio_command(&scratch.serve_args()));
@@ -115,11 +124,14 @@ fn modern_clients_over_stdio() {
 
 #[test]
 fn typescript_v2_in_its_default_mode_speaks_the_handshake_era() {
+    if super::peers().is_none() {
+        return;
+    }
     let scratch = Scratch::new();
     let args = scratch.serve_args();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let serve = Serve::start(&scratch.data, &args);
-    let mut command = Peers::get().node("interop/ts-serve-client.mjs");
+    let mut command = super::installed().node("interop/ts-serve-client.mjs");
     command
         .arg(plan(json!({"pin": false})))
         .args(["http", &serve.url])

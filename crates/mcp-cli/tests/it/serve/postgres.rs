@@ -37,6 +37,9 @@ fn snapshot(pg: &Pg) -> String {
 
 #[test]
 fn every_tool_and_approved_writes_from_a_config_file() {
+    if !mcp_testenv::postgres() {
+        return;
+    }
     let pg = Pg::new(SHOP);
     let scratch = TempDir::new();
     let config = scratch.join("mcp.toml");
@@ -156,6 +159,9 @@ fn every_tool_and_approved_writes_from_a_config_file() {
 
 #[test]
 fn a_superuser_url_is_refused_at_start() {
+    if !mcp_testenv::postgres() {
+        return;
+    }
     let scratch = TempDir::new();
     let run = serve_refused(scratch.path(), &["--db", &pg_url(&admin_role())]);
     run.expect_code(1);
@@ -168,6 +174,9 @@ fn a_superuser_url_is_refused_at_start() {
 
 #[test]
 fn a_query_the_client_cancels_stops_on_the_server() {
+    if !mcp_testenv::postgres() {
+        return;
+    }
     let pg = Pg::new(SHOP);
     let scratch = TempDir::new();
     let serve = Serve::start(
@@ -232,6 +241,9 @@ fn an_unreachable_approval_ledger_is_refused_at_start() {
 
 #[test]
 fn a_database_that_cannot_be_opened_says_what_the_server_said_and_where() {
+    if !mcp_testenv::postgres() {
+        return;
+    }
     let scratch = TempDir::new();
     // A role that does not exist, a database that does not exist, a port where nothing listens.
     let closed = std::net::TcpListener::bind("127.0.0.1:0")

@@ -72,7 +72,7 @@ const EVERYTHING: &str = "node_modules/@modelcontextprotocol/server-everything/d
 /// server-everything over Streamable HTTP on a free port, and a client connected to it.
 async fn everything_over_http(builder: ClientBuilder) -> (Client, HttpPeer) {
     let port = free_port();
-    let mut command = Peers::get().node(EVERYTHING);
+    let mut command = Peers::installed().node(EVERYTHING);
     command.arg("streamableHttp").env("PORT", port.to_string());
     let peer = http_peer(command, true, |line| {
         line.contains("listening on port")
@@ -84,7 +84,7 @@ async fn everything_over_http(builder: ClientBuilder) -> (Client, HttpPeer) {
 }
 
 async fn everything(kind: Kind) {
-    let peers = Peers::get();
+    let peers = Peers::installed();
     let asked = Asked::default();
     let root = "file:///tmp/mcp-rs-interop-root";
     let builder = builder(&asked, root);
@@ -253,11 +253,17 @@ async fn everything(kind: Kind) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_everything_over_stdio() {
+    if Peers::get().is_none() {
+        return;
+    }
     everything(Kind::Stdio).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_everything_over_http() {
+    if Peers::get().is_none() {
+        return;
+    }
     everything(Kind::Http).await;
 }
 
@@ -266,7 +272,10 @@ async fn server_everything_over_http() {
 /// sends `initialize`; legacy skips the probe and gets the same session detection gets.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_everything_forced_to_an_era() {
-    let peers = Peers::get();
+    if Peers::get().is_none() {
+        return;
+    }
+    let peers = Peers::installed();
     let stdio = || {
         let mut command = peers.node(EVERYTHING);
         command.arg("stdio");
@@ -348,6 +357,9 @@ async fn updated(subscription: &mut Subscription, n: usize) -> BTreeSet<String> 
 /// a URI both asked for stays subscribed on the server until the last of them is dropped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_legacy_listens_share_the_get_stream_over_http() {
+    if Peers::get().is_none() {
+        return;
+    }
     let asked = Asked::default();
     let root = "file:///tmp/mcp-rs-interop-root";
     let (client, _peer) = everything_over_http(builder(&asked, root)).await;
@@ -443,7 +455,10 @@ impl Drop for TempDir {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_filesystem_over_stdio() {
-    let peers = Peers::get();
+    if Peers::get().is_none() {
+        return;
+    }
+    let peers = Peers::installed();
     let tmp = TempDir::new("interop-fs");
     // Started with one allowed directory; our roots handler names another, which replaces it once
     // the server has asked for our roots.

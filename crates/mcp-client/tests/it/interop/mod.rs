@@ -7,12 +7,12 @@
 //!   real servers on the TypeScript SDK v1 that speak only the handshake era.
 //!
 //! The peers are installed by `scripts/peers-install` (pinned npm and PyPI packages) into the
-//! git-ignored `peers/node_modules` and `peers/.venv`; without them these tests fail and say so.
+//! git-ignored `peers/node_modules` and `peers/.venv`; without them these tests return at once and
+//! say so in one line (they fail under `MCP_RS_REQUIRE_ALL`, as `scripts/test` runs them).
 
 mod legacy;
 mod modern;
 
-use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -20,47 +20,38 @@ use tokio::io::{AsyncBufReadExt as _, AsyncRead, BufReader};
 use tokio::process::{Child, Command};
 
 /// The installed peers.
-pub struct Peers {
-    dir: PathBuf,
-}
+pub struct Peers(mcp_testenv::Peers);
 
 impl Peers {
-    /// The peers directory, after checking that everything these tests run is installed: a missing
-    /// peer fails the test with the command that installs it, never skips it.
-    pub fn get() -> Peers {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../peers");
-        let dir = dir.canonicalize().unwrap_or(dir);
-        let missing: Vec<_> = [
+    /// The peers these tests run, when installed; `None` (said in one line) when one is missing.
+    pub fn get() -> Option<Peers> {
+        mcp_testenv::Peers::get(&[
             "node_modules/.bin/node",
             "node_modules/@modelcontextprotocol/server/package.json",
             "node_modules/@modelcontextprotocol/node/package.json",
             "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
             "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js",
             ".venv/bin/python",
-        ]
-        .into_iter()
-        .filter(|p| !dir.join(p).exists())
-        .collect();
-        assert!(
-            missing.is_empty(),
-            "the interop peers are not installed ({} missing under {}): run scripts/peers-install",
-            missing.join(", "),
-            dir.display()
-        );
-        Peers { dir }
+        ])
+        .map(Peers)
+    }
+
+    /// The peers, for a helper of a test that began by checking [`get`](Self::get).
+    pub fn installed() -> Peers {
+        Peers::get().expect("the test checked that the peers are installed")
     }
 
     /// `node SCRIPT` with the pinned Node 22; `script` is relative to `peers/`.
     pub fn node(&self, script: &str) -> Command {
-        let mut command = Command::new(self.dir.join("node_modules/.bin/node"));
-        command.arg(self.dir.join(script)).kill_on_drop(true);
+        let mut command = Command::from(self.0.node(script));
+        command.kill_on_drop(true);
         command
     }
 
     /// `python SCRIPT` in the peers' virtual environment; `script` is relative to `peers/`.
     pub fn python(&self, script: &str) -> Command {
-        let mut command = Command::new(self.dir.join(".venv/bin/python"));
-        command.arg(self.dir.join(script)).kill_on_drop(true);
+        let mut command = Command::from(self.0.python(script));
+        command.kill_on_drop(true);
         command
     }
 }

@@ -45,7 +45,7 @@ async fn connect(
     kind: Kind,
     asked: Arc<Mutex<Vec<String>>>,
 ) -> (Client, Option<HttpPeer>) {
-    let peers = Peers::get();
+    let peers = Peers::installed();
     let builder = Client::builder().on_elicit_form(move |params: ElicitRequestFormParams| {
         asked.lock().unwrap().push(params.message);
         async {
@@ -215,20 +215,32 @@ async fn profile(sdk: Sdk, kind: Kind) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typescript_server_over_stdio() {
+    if Peers::get().is_none() {
+        return;
+    }
     profile(Sdk::TypeScript, Kind::Stdio).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typescript_server_over_http() {
+    if Peers::get().is_none() {
+        return;
+    }
     profile(Sdk::TypeScript, Kind::Http).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_server_over_stdio() {
+    if Peers::get().is_none() {
+        return;
+    }
     profile(Sdk::Python, Kind::Stdio).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_server_over_http() {
+    if Peers::get().is_none() {
+        return;
+    }
     profile(Sdk::Python, Kind::Http).await;
 }

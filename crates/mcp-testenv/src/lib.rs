@@ -1,0 +1,212 @@
+//! What the workspace's tests need from outside the repository, found or reported in one line.
+//!
+//! Most tests need nothing but the repository: a fresh clone with a Rust toolchain runs them with
+//! `cargo test`. Some need a service or program that the repository cannot carry: the PostgreSQL
+//! server on 127.0.0.1:5432, or the pinned peers (the official TypeScript and Python SDKs, the
+//! conformance suite, an authorization server) that `scripts/peers-install` puts under `peers/`.
+//! Such a test asks here first. When the thing is there, the test runs. When it is not, the test
+//! returns early and one line on the terminal says what to install or set, once per test binary
+//! and missing thing; unless `MCP_RS_REQUIRE_ALL` is set, as `scripts/test` and `.ci/run` set it,
+//! in which case the test fails with that line, so that nothing is skipped where everything must
+//! run.
+//!
+//! ```
+//! # async fn demo() {
+//! if !mcp_testenv::postgres() {
+//!     return; // PostgreSQL is not there: one line was printed, the test passes.
+//! }
+//! // ... connect to 127.0.0.1:5432 ...
+//! # }
+//! ```
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+/// The environment variable that turns a missing requirement into a failure.
+pub const REQUIRE_ALL: &str = "MCP_RS_REQUIRE_ALL";
+
+/// The workspace's root folder (the one holding `Cargo.lock`).
+pub fn workspace_root() -> &'static Path {
+    static ROOT: OnceLock<PathBuf> = OnceLock::new();
+    ROOT.get_or_init(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .ancestors()
+            .nth(2)
+            .expect("crates/mcp-testenv sits two folders below the workspace root")
+            .to_path_buf()
+    })
+}
+
+/// Whether a requirement is met: `true` when `found`. Otherwise fails the test when
+/// [`REQUIRE_ALL`] is set, and else writes `skipped: WHAT is missing: HINT` once per process and
+/// `what`, and returns `false` so that the caller returns early.
+///
+/// The line goes to the process's standard error directly rather than through the test harness's
+/// capture, which would hide the output of a test that passes.
+pub fn require(found: bool, what: &str, hint: &str) -> bool {
+    if found {
+        return true;
+    }
+    if required() {
+        panic!("{what} is missing ({REQUIRE_ALL} is set, so nothing may be skipped): {hint}");
+    }
+    static SAID: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    if !said.iter().any(|w| w == what) {
+        said.push(what.to_owned());
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "skipped: {what} is missing, so the tests that need it pass without running: {hint}"
+        );
+    }
+    false
+}
+
+/// Whether every requirement must be met (`MCP_RS_REQUIRE_ALL` set and not `0`).
+pub fn required() -> bool {
+    std::env::var_os(REQUIRE_ALL).is_some_and(|v| v != "0" && !v.is_empty())
+}
+
+/// Whether the test PostgreSQL server answers on 127.0.0.1:5432 (database `test`, trust
+/// authentication for the roles `postgres` or `root`), as [`require`] reports it.
+pub fn postgres() -> bool {
+    static UP: OnceLock<bool> = OnceLock::new();
+    let up = *UP.get_or_init(|| {
+        let addr = SocketAddr::from(([127, 0, 0, 1], 5432));
+        TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok()
+    });
+    require(
+        up,
+        "PostgreSQL on 127.0.0.1:5432",
+        "run scripts/postgres (it starts the server, or installs it with apt-get, and creates the \
+         database `test`), or start a server there with trust authentication for `postgres`",
+    )
+}
+
+/// The pinned peers under `peers/`: Node 22 and the npm packages (the official SDKs, the
+/// conformance suite, oidc-provider) in `peers/node_modules`, the Python SDK in `peers/.venv`.
+#[derive(Debug, Clone)]
+pub struct Peers {
+    dir: PathBuf,
+}
+
+impl Peers {
+    /// The peers, when each of `files` (paths relative to `peers/`, e.g.
+    /// `node_modules/oidc-provider/package.json`) is installed; otherwise `None`, as [`require`]
+    /// reports it.
+    pub fn get(files: &[&str]) -> Option<Peers> {
+        let dir = peers_dir();
+        let missing: Vec<&str> = files
+            .iter()
+            .copied()
+            .filter(|file| !dir.join(file).exists())
+            .collect();
+        let what = format!(
+            "the peers under peers/ ({} not installed)",
+            missing.join(", ")
+        );
+        require(
+            missing.is_empty(),
+            if missing.is_empty() { "" } else { &what },
+            "run scripts/peers-install (it needs npm and python3 >= 3.10, and installs the pinned \
+             versions of peers/package-lock.json and peers/requirements.txt)",
+        )
+        .then(|| Peers {
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    /// `peers/`.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A path below `peers/`.
+    pub fn path(&self, relative: &str) -> PathBuf {
+        self.dir.join(relative)
+    }
+
+    /// `node SCRIPT` with the pinned Node 22, which also comes first on the `PATH` of anything it
+    /// starts; `script` is relative to `peers/`.
+    pub fn node(&self, script: &str) -> Command {
+        let bin = self.dir.join("node_modules/.bin");
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let paths = std::iter::once(bin.clone()).chain(std::env::split_paths(&path));
+        let mut command = Command::new(bin.join("node"));
+        command
+            .arg(self.dir.join(script))
+            .env("PATH", std::env::join_paths(paths).expect("a PATH"));
+        command
+    }
+
+    /// `python SCRIPT` in the peers' virtual environment; `script` is relative to `peers/`.
+    pub fn python(&self, script: &str) -> Command {
+        let mut command = Command::new(self.dir.join(".venv/bin/python"));
+        command.arg(self.dir.join(script));
+        command
+    }
+}
+
+/// `peers/`, whether or not anything is installed there (canonical when it exists).
+pub fn peers_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = workspace_root().join("peers");
+        dir.canonicalize().unwrap_or(dir)
+    })
+}
+
+/// Whether `program` can be run from `PATH` or is a path that exists.
+pub fn on_path(program: &str) -> bool {
+    if program.contains('/') {
+        return Path::new(program).exists();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_root_holds_the_workspace_manifest_and_lock() {
+        assert!(workspace_root().join("Cargo.lock").exists());
+        assert!(workspace_root().join("crates/mcp-testenv").is_dir());
+    }
+
+    #[test]
+    fn a_requirement_found_is_met_and_one_missing_is_reported_unless_all_are_required() {
+        assert!(require(true, "something present", "nothing to do"));
+        if required() {
+            let missing = std::panic::catch_unwind(|| require(false, "a thing", "install it"));
+            let message = *missing
+                .expect_err("a missing thing fails")
+                .downcast::<String>()
+                .unwrap();
+            assert!(message.contains("a thing is missing") && message.contains("install it"));
+        } else {
+            assert!(!require(false, "a thing", "install it"));
+        }
+    }
+
+    #[test]
+    fn peers_are_found_only_when_every_file_named_is_there() {
+        let all = Peers::get(&[]).expect("nothing named, nothing missing");
+        assert_eq!(all.path("interop"), peers_dir().join("interop"));
+        if !required() {
+            assert!(Peers::get(&["node_modules/no-such-package/package.json"]).is_none());
+        }
+    }
+
+    #[test]
+    fn on_path_finds_a_shell_and_not_a_made_up_name() {
+        assert!(on_path("sh"));
+        assert!(!on_path("no-such-program-mcp-rs"));
+        assert!(on_path("/bin/sh"));
+    }
+}
