@@ -21,7 +21,11 @@ use crate::config::{DatabaseConfig, PostgresConfig, SqliteConfig};
 use crate::database::Database;
 use crate::engine::CatalogEntry;
 use crate::error::{ExecError, SqlError};
-use crate::ledger::{Approvals, FileLedger, SharedLedger};
+use crate::ledger::Approvals;
+#[cfg(feature = "sqlite")]
+use crate::ledger::FileLedger;
+#[cfg(feature = "postgres")]
+use crate::ledger::SharedLedger;
 use crate::output::{self, Rows, TableInfo, TableSchema};
 use crate::tools::{self, DescribeTableArgs, ExecuteArgs, ListTablesArgs, QueryArgs};
 use crate::value::Param;
@@ -90,14 +94,19 @@ impl SqlAdapter {
     /// a bad URL or a missing privilege (the role needs to create the table, or to insert into and
     /// delete from it) is an error here, not on the first write. If the ledger cannot be reached
     /// later, writes are refused, never run unrecorded.
+    ///
+    /// Without the `postgres` feature this is [`SqlError::EngineNotCompiled`].
     pub async fn with_shared_approvals(self, url: &str) -> Result<SqlAdapter, SqlError> {
-        let ledger = SharedLedger::connect(url).await?;
-        Ok(SqlAdapter {
-            inner: Arc::new(Inner {
-                databases: self.inner.databases.clone(),
-                approvals: Approvals::Shared(Box::new(ledger)),
-            }),
-        })
+        #[cfg(feature = "postgres")]
+        {
+            let ledger = SharedLedger::connect(url).await?;
+            Ok(self.with_approvals(Approvals::Shared(Box::new(ledger))))
+        }
+        #[cfg(not(feature = "postgres"))]
+        {
+            let _ = url;
+            Err(crate::engine::no_postgres())
+        }
     }
 
     /// Records used write approvals in an SQLite file (created if missing, with its table
@@ -108,17 +117,34 @@ impl SqlAdapter {
     /// hosts need [`with_shared_approvals`](Self::with_shared_approvals). Expired rows are
     /// deleted as approvals are recorded. If the file cannot be written later, writes are
     /// refused, never run unrecorded.
+    ///
+    /// Without the `sqlite` feature this is [`SqlError::EngineNotCompiled`].
     pub fn with_approvals_file(self, path: &std::path::Path) -> Result<SqlAdapter, SqlError> {
-        let file = FileLedger::open(path)?;
-        Ok(SqlAdapter {
-            inner: Arc::new(Inner {
-                databases: self.inner.databases.clone(),
-                approvals: Approvals::File(file),
-            }),
-        })
+        #[cfg(feature = "sqlite")]
+        {
+            let file = FileLedger::open(path)?;
+            Ok(self.with_approvals(Approvals::File(file)))
+        }
+        #[cfg(not(feature = "sqlite"))]
+        {
+            let _ = path;
+            Err(crate::engine::no_sqlite())
+        }
     }
 
-    /// An adapter over one SQLite file, named [`DEFAULT_DATABASE`].
+    /// The same databases, with used approvals recorded in `approvals`.
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    fn with_approvals(&self, approvals: Approvals) -> SqlAdapter {
+        SqlAdapter {
+            inner: Arc::new(Inner {
+                databases: self.inner.databases.clone(),
+                approvals,
+            }),
+        }
+    }
+
+    /// An adapter over one SQLite file, named [`DEFAULT_DATABASE`]. Without the `sqlite` feature
+    /// this is [`SqlError::EngineNotCompiled`].
     pub fn sqlite(
         sqlite: impl Into<SqliteConfig>,
         config: DatabaseConfig,
@@ -126,7 +152,8 @@ impl SqlAdapter {
         Self::new([Database::sqlite(DEFAULT_DATABASE, sqlite, config)?])
     }
 
-    /// An adapter over one PostgreSQL database, named [`DEFAULT_DATABASE`].
+    /// An adapter over one PostgreSQL database, named [`DEFAULT_DATABASE`]. Without the
+    /// `postgres` feature this is [`SqlError::EngineNotCompiled`].
     pub async fn postgres(
         postgres: impl Into<PostgresConfig>,
         config: DatabaseConfig,

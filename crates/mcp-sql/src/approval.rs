@@ -1,15 +1,17 @@
 //! Write approval: the user confirms the exact statement through MRTR elicitation, and each
 //! approval runs at most one statement.
 //!
-//! spec 2026-07-28 basic/patterns/mrtr (DIGEST §9): the runtime seals `requestState` and binds it to
+//! spec 2026-07-28 [basic/patterns/mrtr][spec]: the runtime seals `requestState` and binds it to
 //! the tool name and arguments (so an approval is for this statement and these parameters only),
-//! the principal and an expiry; "the state is not single-use by itself; enforce one-time use on the
-//! server when that matters". Here it matters, so:
+//! the principal and an expiry. That does not by itself make a state single-use, and the spec says
+//! a server whose state must be consumed at most once MUST enforce that itself. Here it must, so:
 //! - the first round asks under a fresh, unguessable input key kept in the sealed state, so an
 //!   answer the client sends before being asked (no `requestState`) can never match it;
 //! - an answer counts only when the request carries a verified state (`state_nonce()` is `Some`);
 //! - the state's nonce is recorded before the statement runs, and a state whose nonce was recorded
 //!   is refused, so a retried or replayed request cannot run the write twice.
+//!
+//! [spec]: https://modelcontextprotocol.io/specification/2026-07-28/basic/patterns/mrtr
 
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -1,9 +1,13 @@
 //! What an operator configures: per-call limits, the write policy, and engine connection settings.
+//!
+//! All of it exists whatever engines are compiled in: it is plain data, read from configuration
+//! before anything is opened, and an engine that is missing is reported where it is opened.
 
+use std::fmt;
 use std::path::PathBuf;
+use std::str::FromStr;
 use std::time::Duration;
 
-pub use crate::postgres::SslMode;
 use mcp_server::Scopes;
 
 /// Per-call limits, applied to every tool call on a database.
@@ -183,6 +187,54 @@ impl PostgresConfig {
             ssl_mode: None,
             ssl_root_cert: None,
         }
+    }
+}
+
+/// How a connection uses TLS: libpq's `sslmode` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SslMode {
+    /// No TLS.
+    Disable,
+    /// TLS if the server offers it, without checking its certificate; else none.
+    Prefer,
+    /// TLS, without checking the server's certificate: encrypted, but a man in the middle is not
+    /// noticed. With a CA file given, it is checked as `verify-ca` does (as libpq does).
+    Require,
+    /// TLS, with a certificate issued by a trusted CA, for whatever host name.
+    VerifyCa,
+    /// TLS, with a certificate issued by a trusted CA for the host name connected to.
+    VerifyFull,
+}
+
+impl FromStr for SslMode {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        Ok(match text {
+            "disable" => SslMode::Disable,
+            "prefer" => SslMode::Prefer,
+            "require" => SslMode::Require,
+            "verify-ca" => SslMode::VerifyCa,
+            "verify-full" => SslMode::VerifyFull,
+            other => {
+                return Err(format!(
+                    "unknown sslmode {other:?}: expected disable, prefer, require, verify-ca or \
+                     verify-full"
+                ));
+            }
+        })
+    }
+}
+
+impl fmt::Display for SslMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SslMode::Disable => "disable",
+            SslMode::Prefer => "prefer",
+            SslMode::Require => "require",
+            SslMode::VerifyCa => "verify-ca",
+            SslMode::VerifyFull => "verify-full",
+        })
     }
 }
 

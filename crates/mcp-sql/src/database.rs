@@ -9,8 +9,6 @@ use mcp_server::UriTemplate;
 use crate::config::{DatabaseConfig, PostgresConfig, SqliteConfig, check_name};
 use crate::engine::Engine;
 use crate::error::SqlError;
-use crate::postgres::PgDb;
-use crate::sqlite::SqliteDb;
 
 /// The URI scheme of table resources: `sql://{database}/{schema}/{table}`.
 pub const URI_SCHEME: &str = "sql";
@@ -79,7 +77,8 @@ impl Database {
     }
 
     /// Opens an SQLite database file: a pool of read-only connections and, when writes are
-    /// allowed, one read-write connection. Opening touches the file system, briefly.
+    /// allowed, one read-write connection. Opening touches the file system, briefly. Without the
+    /// `sqlite` feature this is [`SqlError::EngineNotCompiled`].
     pub fn sqlite(
         name: &str,
         sqlite: impl Into<SqliteConfig>,
@@ -100,12 +99,13 @@ impl Database {
         }
         // An empty read-only database would serve nothing; only a writable one is created.
         sqlite.create_if_missing &= config.allow_write;
-        let db = SqliteDb::open(&sqlite, &config)?;
-        Self::new(name, config, Engine::Sqlite(db))
+        let engine = Engine::sqlite(&sqlite, &config)?;
+        Self::new(name, config, engine)
     }
 
     /// Connects to a PostgreSQL database and checks the role (see
-    /// [`PostgresConfig::allow_privileged_role`]).
+    /// [`PostgresConfig::allow_privileged_role`]). Without the `postgres` feature this is
+    /// [`SqlError::EngineNotCompiled`].
     pub async fn postgres(
         name: &str,
         postgres: impl Into<PostgresConfig>,
@@ -119,8 +119,8 @@ impl Database {
                 reason: "connections must be between 1 and 64".into(),
             });
         }
-        let db = PgDb::connect(name, &postgres, &config).await?;
-        Self::new(name, config, Engine::Postgres(db))
+        let engine = Engine::postgres(name, &postgres, &config).await?;
+        Self::new(name, config, engine)
     }
 
     /// The name tools and URIs use for this database.
@@ -150,18 +150,12 @@ impl Database {
 
     /// Its connection pools now: how many connections are in use and how many calls wait.
     pub fn pools(&self) -> Vec<PoolStats> {
-        match &self.inner.engine {
-            Engine::Sqlite(db) => db.pools(),
-            Engine::Postgres(db) => db.pools(),
-        }
+        self.inner.engine.pools()
     }
 
     /// The SQLite file, for an SQLite database.
     pub fn sqlite_path(&self) -> Option<&Path> {
-        match &self.inner.engine {
-            Engine::Sqlite(db) => Some(db.path()),
-            Engine::Postgres(_) => None,
-        }
+        self.inner.engine.sqlite_path()
     }
 
     /// The URI of a table's schema resource: `sql://{database}/{schema}/{table}`, each part

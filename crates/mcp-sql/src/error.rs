@@ -4,7 +4,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Why the adapter could not be set up (opened, connected or registered).
+///
+/// Non-exhaustive: the variants that carry a driver's error exist only with that driver's feature,
+/// and a match written without one of them must keep compiling when another crate in the build
+/// turns that feature on.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SqlError {
     /// A database name breaks the naming rule.
     #[error(
@@ -25,7 +30,18 @@ pub enum SqlError {
         /// What is wrong.
         reason: String,
     },
+    /// The configuration names an engine this build of the crate leaves out: a PostgreSQL URL
+    /// without the `postgres` feature, an SQLite file (or the approvals file, or the sample
+    /// database) without the `sqlite` feature.
+    #[error("{engine} support is not compiled in: build mcp-sql with the `{feature}` feature")]
+    EngineNotCompiled {
+        /// `"SQLite"` or `"PostgreSQL"`.
+        engine: &'static str,
+        /// The cargo feature that brings it in: `"sqlite"` or `"postgres"`.
+        feature: &'static str,
+    },
     /// An SQLite database could not be opened or prepared.
+    #[cfg(feature = "sqlite")]
     #[error("SQLite database {path}: {source}")]
     Sqlite {
         /// The database file.
@@ -44,6 +60,7 @@ pub enum SqlError {
         source: std::io::Error,
     },
     /// A PostgreSQL connection or catalog query failed.
+    #[cfg(feature = "postgres")]
     #[error("PostgreSQL {target}(database {database:?}): {message}")]
     Postgres {
         /// The database name given to the adapter.

@@ -104,9 +104,51 @@
 //! loopback address or a Unix socket (those keep cleartext unless a mode is set), against the CA
 //! file of `sslrootcert` ([`PostgresConfig::ssl_root_cert`]) or the system's CA certificates.
 //! `require` encrypts without checking the certificate: a man in the middle is not noticed.
+//!
+//! # Features
+//!
+//! Each engine is a cargo feature, and both are on by default:
+//!
+//! | feature | engine | also brings |
+//! |---|---|---|
+//! | `sqlite` | SQLite files through rusqlite, which compiles SQLite's C source | the approvals file ([`SqlAdapter::with_approvals_file`]) and the sample database ([`create_sample_database`]) |
+//! | `postgres` | PostgreSQL through tokio-postgres, over TLS with rustls and aws-lc-rs | the shared approval ledger ([`SqlAdapter::with_shared_approvals`]) |
+//!
+//! A program that needs one engine builds only that one:
+//! `mcp-sql = { version = "0.1", default-features = false, features = ["sqlite"] }`.
+//!
+//! The API does not change with the features. The configuration types ([`SqliteConfig`],
+//! [`PostgresConfig`], [`SslMode`]) and every constructor exist in every build, because a program
+//! that reads its configuration (a file path, a URL) cannot test this crate's features with `cfg`:
+//! had they vanished, each such program would have to forward the features itself. An engine that
+//! was left out is an error where it is named, never a panic: [`Database::sqlite`],
+//! [`Database::postgres`], [`SqlAdapter::sqlite`], [`SqlAdapter::postgres`],
+//! [`SqlAdapter::with_approvals_file`], [`SqlAdapter::with_shared_approvals`] and
+//! [`create_sample_database`] then return [`SqlError::EngineNotCompiled`] ("PostgreSQL support is
+//! not compiled in: build mcp-sql with the `postgres` feature"). Used approvals are always recorded
+//! in memory unless a ledger is chosen. A feature adds only what carries its driver's types: the
+//! error variants `SqlError::Sqlite` (a `rusqlite::Error`) and `SqlError::Postgres` (a
+//! `tokio_postgres::Error`). [`SqlError`] is `#[non_exhaustive]` so that this stays additive: a
+//! match written against one set of features still compiles when another crate in the build turns
+//! on more.
+//!
+//! With neither feature the crate still compiles, though nothing can be opened (every constructor
+//! above returns the error, and [`SqlAdapter::new`] needs a database). That costs one lint
+//! allowance for the code the engines share, while a `compile_error!` would break
+//! `cargo check --no-default-features` and feature-powerset checks for no gain in safety: the
+//! error at the first constructor says what to turn on.
+
+// Without an engine nothing can be opened: the code the engines share (row collection, most tool
+// errors) has no caller, and the engine methods leave their arguments unused. That build only has
+// to compile, so its dead code is allowed rather than gated item by item.
+#![cfg_attr(
+    not(any(feature = "sqlite", feature = "postgres")),
+    allow(dead_code, unused_variables)
+)]
 
 mod adapter;
 mod approval;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod calendar;
 mod config;
 mod database;
@@ -114,8 +156,10 @@ mod engine;
 mod error;
 mod ledger;
 mod output;
+#[cfg(feature = "postgres")]
 mod postgres;
 mod sample;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 mod tools;
 mod value;

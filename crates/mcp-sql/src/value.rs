@@ -31,6 +31,7 @@ impl Param {
     }
 
     /// The parameter's text form, as PostgreSQL parses it for the inferred parameter type.
+    #[cfg(feature = "postgres")]
     pub(crate) fn to_text(&self) -> Option<String> {
         match self {
             Param::Null => None,
@@ -106,6 +107,7 @@ impl Collector {
     }
 
     /// Ends the result here, flagged with `why`: a row that cannot be kept was met.
+    #[cfg(feature = "postgres")]
     pub(crate) fn cut(&mut self, why: Truncation) {
         self.truncated.get_or_insert(why);
     }
@@ -149,6 +151,11 @@ mod tests {
         assert_eq!(Param::from_json(&json!(true)), Ok(Param::Bool(true)));
         assert_eq!(Param::from_json(&json!("x")), Ok(Param::Text("x".into())));
         assert!(Param::from_json(&json!([1])).is_err());
+    }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn params_as_text() {
         assert_eq!(Param::Bool(false).to_text().as_deref(), Some("false"));
         assert_eq!(Param::Null.to_text(), None);
     }

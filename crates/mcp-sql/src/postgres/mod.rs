@@ -10,7 +10,6 @@ mod tls;
 mod types;
 
 pub(crate) use tls::PgTls;
-pub use tls::SslMode;
 
 use std::future::Future;
 use std::pin::{Pin, pin};
@@ -22,7 +21,7 @@ use tokio_postgres::error::{ErrorPosition, SqlState};
 use tokio_postgres::{CancelToken, Client, Row, SimpleQueryMessage, Statement};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{DatabaseConfig, Limits, PostgresConfig};
+use crate::config::{DatabaseConfig, Limits, PostgresConfig, SslMode};
 use crate::engine::{CatalogEntry, Description};
 use crate::error::{ExecError, SqlError};
 use crate::output::{Column, Rows};

@@ -13,7 +13,6 @@ use std::io;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -28,53 +27,7 @@ use tokio_postgres::config::Host;
 use tokio_postgres::tls::{ChannelBinding, MakeTlsConnect, TlsConnect, TlsStream};
 use tokio_postgres::{Config, Socket};
 
-/// How a connection uses TLS: libpq's `sslmode` values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SslMode {
-    /// No TLS.
-    Disable,
-    /// TLS if the server offers it, without checking its certificate; else none.
-    Prefer,
-    /// TLS, without checking the server's certificate: encrypted, but a man in the middle is not
-    /// noticed. With a CA file given, it is checked as `verify-ca` does (as libpq does).
-    Require,
-    /// TLS, with a certificate issued by a trusted CA, for whatever host name.
-    VerifyCa,
-    /// TLS, with a certificate issued by a trusted CA for the host name connected to.
-    VerifyFull,
-}
-
-impl FromStr for SslMode {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        Ok(match text {
-            "disable" => SslMode::Disable,
-            "prefer" => SslMode::Prefer,
-            "require" => SslMode::Require,
-            "verify-ca" => SslMode::VerifyCa,
-            "verify-full" => SslMode::VerifyFull,
-            other => {
-                return Err(format!(
-                    "unknown sslmode {other:?}: expected disable, prefer, require, verify-ca or \
-                     verify-full"
-                ));
-            }
-        })
-    }
-}
-
-impl fmt::Display for SslMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            SslMode::Disable => "disable",
-            SslMode::Prefer => "prefer",
-            SslMode::Require => "require",
-            SslMode::VerifyCa => "verify-ca",
-            SslMode::VerifyFull => "verify-full",
-        })
-    }
-}
+use crate::config::SslMode;
 
 /// A connection string made ready: tokio-postgres's configuration and the TLS connector.
 pub(crate) struct Prepared {

@@ -9,7 +9,7 @@ use mcp_sql::{DatabaseConfig, Limits, SqlAdapter, SqliteConfig};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{Client, PgFixture, TempDir, ok, sqlite_file, tool_error, wait_until};
+use crate::support::{self, Client, PgFixture, TempDir, ok, sqlite_file, tool_error, wait_until};
 
 /// Far longer than any bound below: a query that is not stopped fails the test by its timing.
 const LONG: Duration = Duration::from_secs(120);
@@ -137,6 +137,9 @@ async fn pg_wait(fx: &PgFixture, running: bool) {
 
 #[tokio::test]
 async fn postgres_query_cancelled_by_the_client() {
+    if !support::postgres() {
+        return;
+    }
     let fx = PgFixture::new("CREATE TABLE t (a int); INSERT INTO t VALUES (1);").await;
     let adapter = SqlAdapter::postgres(fx.reader_url(), long_limits())
         .await
@@ -170,6 +173,9 @@ async fn postgres_query_cancelled_by_the_client() {
 
 #[tokio::test]
 async fn postgres_query_dropped_mid_flight_is_cancelled() {
+    if !support::postgres() {
+        return;
+    }
     let fx = PgFixture::new("CREATE TABLE t (a int);").await;
     let adapter = SqlAdapter::postgres(fx.reader_url(), long_limits())
         .await

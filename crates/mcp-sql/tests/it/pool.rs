@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{Client, PgFixture, TempDir, ok, sqlite_file, tool_error, wait_until};
+use crate::support::{self, Client, PgFixture, TempDir, ok, sqlite_file, tool_error, wait_until};
 
 /// Counts to a hundred billion: it runs until it is cancelled.
 const SLOW_SQLITE: &str = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 100000000000) \
@@ -153,6 +153,9 @@ async fn a_call_that_cannot_get_a_connection_in_time_is_refused_as_busy() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_calls_wait_a_bounded_time_for_a_connection() {
+    if !support::postgres() {
+        return;
+    }
     let fx = PgFixture::new("CREATE TABLE t (a int); INSERT INTO t VALUES (1);").await;
     let config = {
         let mut edited = mcp_sql::PostgresConfig::new(fx.reader_url());

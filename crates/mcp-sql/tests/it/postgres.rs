@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use mcp_sql::{DatabaseConfig, Limits, PostgresConfig, SqlAdapter, SqlError};
 use serde_json::{Value, json};
 
-use crate::support::{Client, PgFixture, ok, pg_admin, pg_url, text, tool_error};
+use crate::support::{self, Client, PgFixture, ok, pg_admin, pg_url, text, tool_error};
 
 const SHOP: &str = "
 CREATE TYPE mood AS ENUM ('happy', 'sad');
@@ -71,6 +71,9 @@ async fn snapshot(fx: &PgFixture) -> String {
 
 #[tokio::test]
 async fn list_describe_and_query() {
+    if !support::postgres() {
+        return;
+    }
     let fx = PgFixture::new(SHOP).await;
     let client = client(&fx, Limits::default()).await;
     let s = fx.schema.as_str();
@@ -263,6 +266,9 @@ async fn list_describe_and_query() {
 
 #[tokio::test]
 async fn every_read_only_bypass_is_refused_and_nothing_changes() {
+    if !support::postgres() {
+        return;
+    }
     let fx = PgFixture::new(SHOP).await;
     let limits = {
         let mut edited = Limits::default();
@@ -389,6 +395,9 @@ async fn every_read_only_bypass_is_refused_and_nothing_changes() {
 
 #[tokio::test]
 async fn results_are_cut_at_the_row_and_byte_limits() {
+    if !support::postgres() {
+        return;
+    }
     let fx = PgFixture::new("CREATE TABLE t AS SELECT g AS id, repeat('a', 200) AS body FROM generate_series(1, 500) g;").await;
     let limits = {
         let mut edited = Limits::default();
@@ -427,6 +436,9 @@ async fn results_are_cut_at_the_row_and_byte_limits() {
 
 #[tokio::test]
 async fn a_single_value_over_the_byte_budget_is_refused_before_it_is_decoded() {
+    if !support::postgres() {
+        return;
+    }
     let fx = PgFixture::new("CREATE TABLE t (id int);").await;
     let limits = {
         let mut edited = Limits::default();
@@ -455,6 +467,9 @@ async fn a_single_value_over_the_byte_budget_is_refused_before_it_is_decoded() {
 
 #[tokio::test]
 async fn privileged_roles_are_refused_unless_allowed() {
+    if !support::postgres() {
+        return;
+    }
     let fx = PgFixture::new("CREATE TABLE t (a int); INSERT INTO t VALUES (7);").await;
     let (_, admin) = pg_admin().await;
     let refused = SqlAdapter::postgres(pg_url(&admin), DatabaseConfig::default()).await;

@@ -9,7 +9,7 @@ use mcp_sql::{DatabaseConfig, PostgresConfig, SqlAdapter};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{Client, PgFixture, SHOP, TempDir, meta, ok, sqlite_file};
+use crate::support::{self, Client, PgFixture, SHOP, TempDir, meta, ok, sqlite_file};
 use crate::writes::approved;
 
 fn uris(list: &Value) -> Vec<String> {
@@ -174,6 +174,9 @@ async fn sqlite_tables_are_resources() {
 
 #[tokio::test]
 async fn postgres_tables_are_resources() {
+    if !support::postgres() {
+        return;
+    }
     let fx = PgFixture::new(
         "CREATE TABLE items (id int PRIMARY KEY, label text NOT NULL);
          CREATE TABLE \"Mixed Case\" (x int);",

@@ -1,7 +1,9 @@
 //! Helpers: a server in process driven with JSON-RPC bytes, scratch SQLite files, and scratch
-//! PostgreSQL schemas and roles on the local server.
+//! PostgreSQL schemas and roles on the local server, with the check that it answers.
 
+use std::net::{TcpStream, ToSocketAddrs as _};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -266,11 +268,60 @@ pub async fn wait_until(limit: Duration, what: &str, mut check: impl FnMut() -> 
 
 // ---- PostgreSQL ----
 
-/// The URL of the local test server for `user` (trust authentication).
+/// The variable that points the tests at another server: a connection string without the user.
+const TEST_PG: &str = "MCP_SQL_TEST_PG";
+
+/// The connection string of the test server, without the user.
+fn pg_base() -> String {
+    std::env::var(TEST_PG).unwrap_or_else(|_| "host=127.0.0.1 port=5432 dbname=test".into())
+}
+
+/// Whether the test server answers, as `mcp_testenv` reports it: a test that needs PostgreSQL
+/// starts with `if !support::postgres() { return; }`. Without `MCP_SQL_TEST_PG` the server is the
+/// one on 127.0.0.1:5432 that `mcp_testenv::postgres` looks for; with it, the first host and port
+/// it names, so that pointing it at a closed port shows which tests need the server without
+/// stopping the one others use.
+pub fn postgres() -> bool {
+    let Ok(base) = std::env::var(TEST_PG) else {
+        return mcp_testenv::postgres();
+    };
+    static UP: OnceLock<bool> = OnceLock::new();
+    let up = *UP.get_or_init(|| answers(&base));
+    mcp_testenv::require(
+        up,
+        &format!("PostgreSQL at {TEST_PG} ({base})"),
+        &format!(
+            "start a server there with trust authentication for `postgres` and a database as \
+             named, or unset {TEST_PG} to use the one on 127.0.0.1:5432 (see scripts/postgres)"
+        ),
+    )
+}
+
+/// Whether the first host and port of a connection string accept a connection. A string that does
+/// not parse counts as not answering: every test that needs it would fail on it anyway.
+fn answers(base: &str) -> bool {
+    let Ok(config) = base.parse::<tokio_postgres::Config>() else {
+        return false;
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    match config.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(host)) => (host.as_str(), port)
+            .to_socket_addrs()
+            .is_ok_and(|mut addrs| {
+                addrs.any(|addr| TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok())
+            }),
+        #[cfg(unix)]
+        Some(tokio_postgres::config::Host::Unix(dir)) => {
+            std::os::unix::net::UnixStream::connect(dir.join(format!(".s.PGSQL.{port}"))).is_ok()
+        }
+        // No host: tokio-postgres refuses to connect at all.
+        _ => false,
+    }
+}
+
+/// The URL of the test server for `user` (trust authentication).
 pub fn pg_url(user: &str) -> String {
-    let base = std::env::var("MCP_SQL_TEST_PG")
-        .unwrap_or_else(|_| "host=127.0.0.1 port=5432 dbname=test".into());
-    format!("{base} user={user}")
+    format!("{} user={user}", pg_base())
 }
 
 /// Connects as the administrative user (`postgres`, else `root`).
@@ -287,7 +338,7 @@ pub async fn pg_admin() -> (tokio_postgres::Client, String) {
             Err(e) => last = Some(e),
         }
     }
-    panic!("cannot reach the test PostgreSQL at 127.0.0.1:5432 (database test): {last:?}");
+    panic!("cannot reach the test PostgreSQL ({}): {last:?}", pg_base());
 }
 
 /// A schema of its own plus a read-only role and a writing role, dropped at the end.

@@ -7,7 +7,7 @@ use mcp_sql::{DatabaseConfig, PostgresConfig, SqlAdapter};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{Client, PgFixture, SHOP, TempDir, ok, sqlite_file, text, tool_error};
+use crate::support::{self, Client, PgFixture, SHOP, TempDir, ok, sqlite_file, text, tool_error};
 
 fn writable() -> DatabaseConfig {
     {
@@ -235,6 +235,9 @@ async fn sqlite_write_approval() {
 
 #[tokio::test]
 async fn postgres_write_approval() {
+    if !support::postgres() {
+        return;
+    }
     let fx = PgFixture::new(
         "CREATE TABLE customers (id serial PRIMARY KEY, name text NOT NULL);
          CREATE TABLE orders (id serial PRIMARY KEY, customer_id int NOT NULL REFERENCES customers(id), total numeric(10,2) NOT NULL);
@@ -298,6 +301,9 @@ async fn postgres_write_approval() {
 /// once on each (shown first, so the test could fail).
 #[tokio::test]
 async fn a_shared_ledger_makes_an_approval_single_use_across_instances() {
+    if !support::postgres() {
+        return;
+    }
     let dir = TempDir::new();
     let path = dir.path("shop.db");
     sqlite_file(&path, SHOP);
