@@ -16,15 +16,10 @@ async fn hits(count: State<AtomicU64>) -> String {
     (count.fetch_add(1, Ordering::Relaxed) + 1).to_string()
 }
 
-#[derive(Serialize, JsonSchema)]
-struct Sum {
-    sum: f64,
-}
-
 /// Adds two numbers.
 #[tool(read_only)]
-async fn add(a: f64, b: f64) -> Json<Sum> {
-    Json(Sum { sum: a + b })
+async fn add(a: f64, b: f64) -> Json<f64> {
+    Json(a + b)
 }
 
 fn main() -> mcp::Result<()> {

@@ -17,11 +17,6 @@ struct Add {
     b: f64,
 }
 
-#[derive(Serialize, JsonSchema)]
-struct Sum {
-    sum: f64,
-}
-
 fn main() -> mcp::Result<()> {
     let server = Server::builder("quickstart", "1.0.0")
         .state(AtomicU64::new(0))
@@ -32,8 +27,6 @@ fn main() -> mcp::Result<()> {
         .tool("hits", |n: State<AtomicU64>| async move {
             (n.fetch_add(1, Ordering::Relaxed) + 1).to_string()
         })
-        .tool("add", |Add { a, b }: Add| async move {
-            Json(Sum { sum: a + b })
-        });
+        .tool("add", |Add { a, b }: Add| async move { Json(a + b) });
     mcp::run(server)
 }

@@ -61,7 +61,10 @@ impl Route {
     pub fn tool<F: ToolFn<M>, M: 'static>(def: impl Into<ToolDef>, handler: F) -> Self {
         let shape = F::shape();
         Route {
-            kind: Kind::Tool(def.into().finish(&shape), Arc::new(FnTool::new(handler))),
+            kind: Kind::Tool(
+                def.into().finish(&shape),
+                Arc::new(FnTool::new(handler, shape.wrap_output)),
+            ),
             states: shape.states,
         }
     }

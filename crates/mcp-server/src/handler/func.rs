@@ -21,6 +21,9 @@ pub struct Shape {
     pub(crate) arguments: Option<JsonObject>,
     /// The output schema its return type declares.
     pub(crate) output: Option<JsonObject>,
+    /// Whether its structured output is put under `result` (a [`Json<T>`](super::Json) whose
+    /// schema is not an object).
+    pub(crate) wrap_output: bool,
     /// The states it reads.
     pub(crate) states: Vec<StateNeed>,
 }
@@ -146,6 +149,7 @@ macro_rules! shape_of {
         let mut shape = Shape {
             arguments: None,
             output: $output,
+            wrap_output: false,
             states: Vec::new(),
         };
         $(
@@ -170,7 +174,9 @@ macro_rules! handler_fns {
             $($T: FromCall,)*
         {
             fn shape() -> Shape {
-                shape_of!(R::output_schema(); $($T),*)
+                let mut shape = shape_of!(R::output_schema(); $($T),*);
+                shape.wrap_output = R::output_wrapped();
+                shape
             }
 
             #[allow(non_snake_case, unused_mut, unused_variables, clippy::redundant_closure_call)]
@@ -258,13 +264,16 @@ handler_fns!(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12);
 /// A [`ToolFn`] as the registry's [`ToolHandler`].
 pub(crate) struct FnTool<F, M> {
     f: F,
+    /// Whether the structured output goes under `result` ([`Shape::wrap_output`]).
+    wrap_output: bool,
     _marker: PhantomData<fn() -> M>,
 }
 
 impl<F, M> FnTool<F, M> {
-    pub(crate) fn new(f: F) -> Self {
+    pub(crate) fn new(f: F, wrap_output: bool) -> Self {
         FnTool {
             f,
+            wrap_output,
             _marker: PhantomData,
         }
     }
@@ -272,7 +281,17 @@ impl<F, M> FnTool<F, M> {
 
 impl<F: ToolFn<M>, M: 'static> ToolHandler for FnTool<F, M> {
     fn call(&self, ctx: RequestContext, arguments: JsonObject) -> BoxFuture<ToolResult> {
-        self.f.call_tool(CallParts::new(ctx, arguments, None))
+        let call = self.f.call_tool(CallParts::new(ctx, arguments, None));
+        if !self.wrap_output {
+            return call;
+        }
+        Box::pin(async move {
+            let mut result = call.await?;
+            if let Some(value) = result.structured_content.take() {
+                result.structured_content = Some(super::output::wrap_output(value));
+            }
+            Ok(result)
+        })
     }
 }
 

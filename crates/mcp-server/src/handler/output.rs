@@ -18,6 +18,13 @@ use crate::{HandlerError, ToolResult};
 /// from `T`, against which every result is validated. As a resource's contents, `application/json`
 /// text.
 ///
+/// A `T` whose schema is not an object (a number, a string, a `Vec`, an enum) is put under
+/// `result`: `Json(3.0)` is `structuredContent: {"result": 3.0}`, and the output schema is an
+/// object with that one required property. 2026-07-28 allows any JSON value there, but the
+/// handshake era (2025-06-18 to 2025-11-25) requires an object, and its clients refuse a tool list
+/// whose output schema is anything else; one shape serves both. The text block keeps the plain
+/// JSON of the value.
+///
 /// ```
 /// use mcp_server::Json;
 /// use schemars::JsonSchema;
@@ -64,6 +71,46 @@ pub trait IntoToolResult: Send + 'static {
     fn output_schema() -> Option<JsonObject> {
         None
     }
+
+    /// Whether the `structuredContent` of this type is put under `result` to make it an object
+    /// (see [`Json`]); [`output_schema`](Self::output_schema) then describes the wrapped form.
+    fn output_wrapped() -> bool {
+        false
+    }
+}
+
+/// The property a non-object structured output is put under.
+const WRAPPED: &str = "result";
+
+/// Whether a generated schema describes objects only (`"type": "object"` at its root).
+fn is_object_schema(schema: &JsonObject) -> bool {
+    schema.get("type").and_then(serde_json::Value::as_str) == Some("object")
+}
+
+/// `schema` as the one required property `result` of an object; `$schema` and `$defs` stay at
+/// the root, where the references inside point.
+fn wrap_schema(mut schema: JsonObject) -> JsonObject {
+    let mut root = JsonObject::new();
+    for key in ["$schema", "$defs"] {
+        if let Some(value) = schema.remove(key) {
+            root.insert(key.to_owned(), value);
+        }
+    }
+    root.insert("type".to_owned(), "object".into());
+    root.insert(
+        "properties".to_owned(),
+        serde_json::Value::Object(JsonObject::from_iter([(
+            WRAPPED.to_owned(),
+            serde_json::Value::Object(schema),
+        )])),
+    );
+    root.insert("required".to_owned(), serde_json::json!([WRAPPED]));
+    root
+}
+
+/// A structured output as the wrapped schema describes it.
+pub(crate) fn wrap_output(value: serde_json::Value) -> serde_json::Value {
+    serde_json::Value::Object(JsonObject::from_iter([(WRAPPED.to_owned(), value)]))
 }
 
 impl IntoToolResult for CallToolResult {
@@ -109,7 +156,16 @@ impl<T: Serialize + JsonSchema + Send + 'static> IntoToolResult for Json<T> {
     }
 
     fn output_schema() -> Option<JsonObject> {
-        Some(schema_object::<T>())
+        let schema = schema_object::<T>();
+        Some(if is_object_schema(&schema) {
+            schema
+        } else {
+            wrap_schema(schema)
+        })
+    }
+
+    fn output_wrapped() -> bool {
+        !is_object_schema(&schema_object::<T>())
     }
 }
 
@@ -127,6 +183,10 @@ where
 
     fn output_schema() -> Option<JsonObject> {
         T::output_schema()
+    }
+
+    fn output_wrapped() -> bool {
+        T::output_wrapped()
     }
 }
 

@@ -447,3 +447,46 @@ fn prompt_strings_become_the_types_the_schema_names() {
         json!({"excitement": 3, "loud": false, "name": "42"})
     );
 }
+
+#[derive(Serialize, JsonSchema)]
+struct Point {
+    x: i64,
+}
+
+#[tokio::test]
+async fn structured_output_that_is_not_an_object_goes_under_result_in_schema_and_result() {
+    let server = Server::builder("t", "1")
+        .tool("half", |Repeat { times, .. }: Repeat| async move {
+            Json(times as f64 / 2.0)
+        })
+        .tool("points", |Repeat { times, .. }: Repeat| async move {
+            Ok::<_, HandlerError>(Json(
+                (0..times as i64).map(|x| Point { x }).collect::<Vec<_>>(),
+            ))
+        })
+        .build()
+        .expect("builds");
+    let tools = server.tools();
+    let half = tools.iter().find(|t| t.name == "half").unwrap();
+    let schema = Value::Object(half.output_schema.clone().expect("an output schema"));
+    assert_eq!(schema["type"], "object");
+    assert_eq!(schema["required"], json!(["result"]));
+    assert_eq!(schema["properties"]["result"]["type"], "number");
+    let reply = call(&server, "half", json!({"word": "w", "times": 3})).await;
+    assert_eq!(reply["result"]["structuredContent"], json!({"result": 1.5}));
+    assert_eq!(text(&reply), "1.5");
+
+    // A list of structs: the item type stays in `$defs` at the root, where its reference points,
+    // and the result validates against the schema (the server checks every output).
+    let points = tools.iter().find(|t| t.name == "points").unwrap();
+    let schema = Value::Object(points.output_schema.clone().unwrap());
+    assert_eq!(schema["properties"]["result"]["type"], "array");
+    assert!(schema["$defs"]["Point"].is_object(), "{schema}");
+    let reply = call(&server, "points", json!({"word": "w", "times": 2})).await;
+    assert_eq!(
+        reply["result"]["structuredContent"],
+        json!({"result": [{"x": 0}, {"x": 1}]}),
+        "{reply}"
+    );
+    assert_eq!(reply["result"].get("isError"), None, "{reply}");
+}

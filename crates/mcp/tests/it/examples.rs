@@ -203,7 +203,7 @@ async fn the_client_example_lists_and_calls_the_quickstart_tools() {
         stdout.contains("tool hits: Counts the calls of this tool."),
         "{stdout}"
     );
-    assert!(stdout.contains(r#"structured: {"sum":3.0}"#), "{stdout}");
+    assert!(stdout.contains(r#"structured: {"result":3.0}"#), "{stdout}");
 
     // A call the schema refuses is an error result, and the script says so.
     let output = Command::new(example("client"))
