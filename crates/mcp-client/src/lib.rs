@@ -75,3 +75,7 @@ pub use transport::process::Stderr;
 
 /// The client half of the HTTP binding, re-exported for its error type.
 pub use mcp_http::client::HttpError;
+
+/// The header types of [`ClientBuilder::header`] and [`Client::set_header`], from the `http`
+/// crate, so that setting a header needs no dependency of its own.
+pub use http::{HeaderName, HeaderValue};

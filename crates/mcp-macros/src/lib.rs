@@ -218,8 +218,9 @@ fn take_uri(attr: Tokens, uri: &mut Option<LitStr>) -> syn::Result<Tokens> {
     ))
 }
 
-/// The runtime crate's path: `crate = ".."`, else `::mcp::server` when the manifest depends on
-/// the `mcp` facade and not on `mcp-server`, else `::mcp_server`.
+/// The runtime crate's path: `crate = ".."`, else `::mcp_server` when the manifest depends on
+/// mcp-server, else `::NAME::server` when it depends on the `mcp` facade (under whatever name the
+/// manifest gives it), else `::mcp_server`.
 fn runtime_path(krate: Option<&Path>) -> Tokens {
     if let Some(path) = krate {
         return quote!(#path);
@@ -228,22 +229,88 @@ fn runtime_path(krate: Option<&Path>) -> Tokens {
         .ok()
         .and_then(|dir| std::fs::read_to_string(std::path::Path::new(&dir).join("Cargo.toml")).ok())
         .unwrap_or_default();
-    let names_dependency = |name: &str| {
-        manifest.lines().any(|line| {
-            let line = line.trim_start();
-            line.strip_prefix(name)
-                .is_some_and(|rest| rest.trim_start().starts_with(['=', '.']))
-        })
+    let path = match runtime_crate(&manifest) {
+        Runtime::Server(name) => format!("::{name}"),
+        Runtime::Facade(name) => format!("::{name}::server"),
     };
-    let package_is = |name: &str| {
-        manifest
-            .lines()
-            .any(|line| line.trim() == format!("name = \"{name}\""))
+    path.parse().expect("a crate path")
+}
+
+/// Where the runtime is, by the name the manifest gives its crate (as Rust spells it).
+#[derive(Debug, PartialEq, Eq)]
+enum Runtime {
+    /// mcp-server itself.
+    Server(String),
+    /// The `mcp` facade, whose `server` module is mcp-server.
+    Facade(String),
+}
+
+/// Reads the dependencies of a `Cargo.toml` well enough to find mcp-server or the facade: the
+/// inline forms (`mcp = "0.1"`, `mcp = { version = .., package = .. }`, `mcp.workspace = true`)
+/// and the table form (`[dependencies.mcp]`, with an optional `package = ..`), in `[dependencies]`,
+/// `[dev-dependencies]`, `[build-dependencies]` and their `[target.'..'.*]` variants.
+fn runtime_crate(manifest: &str) -> Runtime {
+    // (name in the manifest, package it names)
+    let mut deps: Vec<(String, String)> = Vec::new();
+    let mut in_deps = false;
+    let mut table: Option<usize> = None;
+    let package_of = |text: &str| {
+        let at = text.find("package")?;
+        let rest = text[at + "package".len()..]
+            .trim_start()
+            .strip_prefix('=')?;
+        let rest = rest.trim_start().strip_prefix('"')?;
+        Some(rest[..rest.find('"')?].to_owned())
     };
-    if !names_dependency("mcp-server") && (names_dependency("mcp") || package_is("mcp")) {
-        quote!(::mcp::server)
+    for line in manifest.lines() {
+        let line = line.trim();
+        if let Some(header) = line.strip_prefix('[') {
+            let header = header.trim_end_matches(']').trim();
+            let is_deps = |section: &str| section.ends_with("dependencies");
+            table = None;
+            in_deps = is_deps(header);
+            if let Some((section, name)) = header.rsplit_once('.')
+                && is_deps(section)
+            {
+                let name = name.trim_matches(['"', '\'']).to_owned();
+                deps.push((name.clone(), name));
+                table = Some(deps.len() - 1);
+            }
+            continue;
+        }
+        if let Some(index) = table {
+            if let Some(package) = line.strip_prefix("package").and_then(|_| package_of(line)) {
+                deps[index].1 = package;
+            }
+            continue;
+        }
+        if !in_deps {
+            continue;
+        }
+        let name_end = line
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+            .unwrap_or(line.len());
+        let (name, rest) = line.split_at(name_end);
+        if name.is_empty() || !rest.trim_start().starts_with(['=', '.']) {
+            continue;
+        }
+        let package = package_of(rest).unwrap_or_else(|| name.to_owned());
+        deps.push((name.to_owned(), package));
+    }
+    let find = |package: &str| {
+        deps.iter()
+            .find(|(_, p)| p == package)
+            .map(|(name, _)| name.replace('-', "_"))
+    };
+    if let Some(name) = find("mcp-server") {
+        Runtime::Server(name)
+    } else if let Some(name) = find("mcp") {
+        Runtime::Facade(name)
+    } else if manifest.lines().any(|line| line.trim() == "name = \"mcp\"") {
+        // The facade's own tests and examples.
+        Runtime::Facade("mcp".to_owned())
     } else {
-        quote!(::mcp_server)
+        Runtime::Server("mcp_server".to_owned())
     }
 }
 
@@ -724,4 +791,60 @@ fn tools_impl(attr: Tokens, item: Tokens) -> syn::Result<Tokens> {
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Runtime, runtime_crate};
+
+    fn runtime(manifest: &str) -> Runtime {
+        runtime_crate(manifest)
+    }
+
+    #[test]
+    fn the_runtime_is_found_under_every_form_of_dependency() {
+        let facade = |name: &str| Runtime::Facade(name.to_owned());
+        let server = |name: &str| Runtime::Server(name.to_owned());
+        assert_eq!(runtime("[dependencies]\nmcp = \"0.1\"\n"), facade("mcp"));
+        assert_eq!(
+            runtime("[dependencies]\nmcp.workspace = true\n"),
+            facade("mcp")
+        );
+        assert_eq!(
+            runtime("[dependencies]\nmcp = { version = \"0.1\", features = [\"auth\"] }\n"),
+            facade("mcp")
+        );
+        assert_eq!(
+            runtime("[dependencies.mcp]\nversion = \"0.1\"\nfeatures = [\"client\"]\n"),
+            facade("mcp")
+        );
+        assert_eq!(
+            runtime("[dependencies]\nprotocol = { package = \"mcp\", version = \"0.1\" }\n"),
+            facade("protocol")
+        );
+        assert_eq!(
+            runtime("[dependencies.my-mcp]\npackage = \"mcp\"\nversion = \"0.1\"\n"),
+            facade("my_mcp")
+        );
+        assert_eq!(
+            runtime("[target.'cfg(unix)'.dependencies]\nmcp = \"0.1\"\n"),
+            facade("mcp")
+        );
+        // mcp-server named directly wins, whatever else is there.
+        assert_eq!(
+            runtime("[dependencies]\nmcp = \"0.1\"\nmcp-server = \"0.1\"\n"),
+            server("mcp_server")
+        );
+        // A package section's fields and other sections are not dependencies.
+        assert_eq!(
+            runtime("[package]\nname = \"app\"\n[features]\nmcp = []\n"),
+            server("mcp_server")
+        );
+        assert_eq!(runtime("[package]\nname = \"mcp\"\n"), facade("mcp"));
+        // `mcp-types` is not `mcp`.
+        assert_eq!(
+            runtime("[dependencies]\nmcp-types = \"0.1\"\n"),
+            server("mcp_server")
+        );
+    }
 }

@@ -140,7 +140,13 @@ impl ToolDef {
         } = self;
         if tool.input_schema.is_empty() {
             tool.input_schema = match &shape.arguments {
-                Some(schema) if !schema.is_empty() => schema.clone(),
+                Some(schema) if !schema.is_empty() => {
+                    let mut schema = schema.clone();
+                    // The generated title is the Rust type's name (the macros' generated
+                    // `__NameArguments` among them): nothing a model or a host should see.
+                    schema.remove("title");
+                    schema
+                }
                 // No arguments parameter, or one that accepts anything.
                 _ => Tool::without_arguments("").input_schema,
             };

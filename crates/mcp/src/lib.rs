@@ -46,6 +46,9 @@ pub use mcp_http as http;
 #[cfg(feature = "macros")]
 pub use mcp_macros::{prompt, resource, tool, tools};
 
+#[cfg(doctest)]
+pub mod guide;
+
 /// What a server needs in one import: the builder, the handler types, the common result types,
 /// serde's and schemars' derives, and the macros (feature `macros`).
 pub mod prelude {

@@ -90,6 +90,8 @@ fn is_object_schema(schema: &JsonObject) -> bool {
 /// `schema` as the one required property `result` of an object; `$schema` and `$defs` stay at
 /// the root, where the references inside point.
 fn wrap_schema(mut schema: JsonObject) -> JsonObject {
+    // The generated title names the Rust type (`double`, `Array_of_Point`).
+    schema.remove("title");
     let mut root = JsonObject::new();
     for key in ["$schema", "$defs"] {
         if let Some(value) = schema.remove(key) {

@@ -157,3 +157,34 @@ fn the_quickstarts_stay_short() {
         "quickstart_fn.rs has {without} lines of code"
     );
 }
+
+/// The code of an example without its leading `//!` comment, as the documents show it.
+fn code_of(source: &str) -> String {
+    source
+        .lines()
+        .skip_while(|l| l.starts_with("//!"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_readme_and_the_guide_show_the_quickstarts_as_they_are() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let read = |name: &str| std::fs::read_to_string(root.join(name)).expect(name);
+    let with_macros = code_of(&read("examples/quickstart.rs"));
+    let without = code_of(&read("examples/quickstart_fn.rs"));
+    let readme = read("README.md");
+    let guide = read("docs/guide/01-first-server.md");
+    assert!(
+        readme.contains(with_macros.trim()),
+        "README.md's quickstart differs from examples/quickstart.rs"
+    );
+    assert!(
+        guide.contains(with_macros.trim()),
+        "the guide's quickstart differs from examples/quickstart.rs"
+    );
+    assert!(
+        guide.contains(without.trim()),
+        "the guide's function quickstart differs from examples/quickstart_fn.rs"
+    );
+}
