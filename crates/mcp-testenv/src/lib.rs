@@ -42,28 +42,48 @@ pub fn workspace_root() -> &'static Path {
 }
 
 /// Whether a requirement is met: `true` when `found`. Otherwise fails the test when
-/// [`REQUIRE_ALL`] is set, and else writes `skipped: WHAT is missing: HINT` once per process and
-/// `what`, and returns `false` so that the caller returns early.
+/// [`REQUIRE_ALL`] is set, and else writes `skipped: MISSING; HINT` once per process and
+/// `missing`, and returns `false` so that the caller returns early. `missing` says what is not
+/// there ("no PostgreSQL answers on 127.0.0.1:5432"), `hint` how to get it.
 ///
 /// The line goes to the process's standard error directly rather than through the test harness's
 /// capture, which would hide the output of a test that passes.
-pub fn require(found: bool, what: &str, hint: &str) -> bool {
+pub fn require(found: bool, missing: &str, hint: &str) -> bool {
+    match decide(found, missing, hint, required()) {
+        Decision::Run => true,
+        Decision::Fail(message) => panic!("{message}"),
+        Decision::Skip(line) => {
+            static SAID: Mutex<Vec<String>> = Mutex::new(Vec::new());
+            let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+            if !said.contains(&line) {
+                let _ = writeln!(std::io::stderr().lock(), "{line}");
+                said.push(line);
+            }
+            false
+        }
+    }
+}
+
+/// What [`require`] does.
+#[derive(Debug, PartialEq, Eq)]
+enum Decision {
+    Run,
+    Skip(String),
+    Fail(String),
+}
+
+fn decide(found: bool, missing: &str, hint: &str, required: bool) -> Decision {
     if found {
-        return true;
+        Decision::Run
+    } else if required {
+        Decision::Fail(format!(
+            "{missing} ({REQUIRE_ALL} is set, so no test may be skipped); {hint}"
+        ))
+    } else {
+        Decision::Skip(format!(
+            "skipped: {missing}, so the tests that need it return at once; {hint}"
+        ))
     }
-    if required() {
-        panic!("{what} is missing ({REQUIRE_ALL} is set, so nothing may be skipped): {hint}");
-    }
-    static SAID: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
-    if !said.iter().any(|w| w == what) {
-        said.push(what.to_owned());
-        let _ = writeln!(
-            std::io::stderr().lock(),
-            "skipped: {what} is missing, so the tests that need it pass without running: {hint}"
-        );
-    }
-    false
 }
 
 /// Whether every requirement must be met (`MCP_RS_REQUIRE_ALL` set and not `0`).
@@ -81,7 +101,7 @@ pub fn postgres() -> bool {
     });
     require(
         up,
-        "PostgreSQL on 127.0.0.1:5432",
+        "no PostgreSQL answers on 127.0.0.1:5432",
         "run scripts/postgres (it starts the server, or installs it with apt-get, and creates the \
          database `test`), or start a server there with trust authentication for `postgres`",
     )
@@ -99,25 +119,35 @@ impl Peers {
     /// `node_modules/oidc-provider/package.json`) is installed; otherwise `None`, as [`require`]
     /// reports it.
     pub fn get(files: &[&str]) -> Option<Peers> {
+        match Peers::find(files) {
+            Ok(peers) => Some(peers),
+            Err(missing) => {
+                require(
+                    false,
+                    &format!("peers/ lacks {}", missing.join(", ")),
+                    "run scripts/peers-install (it needs npm and python3 >= 3.10, and installs \
+                     the pinned versions of peers/package-lock.json and peers/requirements.txt)",
+                );
+                None
+            }
+        }
+    }
+
+    /// The peers when each of `files` is installed, else the ones that are not.
+    fn find<'a>(files: &[&'a str]) -> Result<Peers, Vec<&'a str>> {
         let dir = peers_dir();
         let missing: Vec<&str> = files
             .iter()
             .copied()
             .filter(|file| !dir.join(file).exists())
             .collect();
-        let what = format!(
-            "the peers under peers/ ({} not installed)",
-            missing.join(", ")
-        );
-        require(
-            missing.is_empty(),
-            if missing.is_empty() { "" } else { &what },
-            "run scripts/peers-install (it needs npm and python3 >= 3.10, and installs the pinned \
-             versions of peers/package-lock.json and peers/requirements.txt)",
-        )
-        .then(|| Peers {
-            dir: dir.to_path_buf(),
-        })
+        if missing.is_empty() {
+            Ok(Peers {
+                dir: dir.to_path_buf(),
+            })
+        } else {
+            Err(missing)
+        }
     }
 
     /// `peers/`.
@@ -180,27 +210,28 @@ mod tests {
     }
 
     #[test]
-    fn a_requirement_found_is_met_and_one_missing_is_reported_unless_all_are_required() {
-        assert!(require(true, "something present", "nothing to do"));
-        if required() {
-            let missing = std::panic::catch_unwind(|| require(false, "a thing", "install it"));
-            let message = *missing
-                .expect_err("a missing thing fails")
-                .downcast::<String>()
-                .unwrap();
-            assert!(message.contains("a thing is missing") && message.contains("install it"));
-        } else {
-            assert!(!require(false, "a thing", "install it"));
-        }
+    fn a_requirement_found_runs_and_one_missing_is_skipped_or_fails_as_asked() {
+        assert!(require(true, "nothing", "nothing to do"));
+        assert_eq!(decide(true, "x", "y", true), Decision::Run);
+        let Decision::Skip(line) = decide(false, "no thing here", "install it", false) else {
+            panic!("skipped when not required");
+        };
+        assert!(line.starts_with("skipped: no thing here") && line.ends_with("install it"));
+        let Decision::Fail(message) = decide(false, "no thing here", "install it", true) else {
+            panic!("a failure when required");
+        };
+        assert!(message.contains("no thing here") && message.contains(REQUIRE_ALL));
     }
 
     #[test]
     fn peers_are_found_only_when_every_file_named_is_there() {
-        let all = Peers::get(&[]).expect("nothing named, nothing missing");
+        let all = Peers::find(&[]).expect("nothing named, nothing missing");
         assert_eq!(all.path("interop"), peers_dir().join("interop"));
-        if !required() {
-            assert!(Peers::get(&["node_modules/no-such-package/package.json"]).is_none());
-        }
+        let missing = Peers::find(&["interop", "node_modules/no-such-package/package.json"]);
+        assert_eq!(
+            missing.unwrap_err(),
+            ["node_modules/no-such-package/package.json"]
+        );
     }
 
     #[test]

@@ -289,7 +289,7 @@ pub fn postgres() -> bool {
     let up = *UP.get_or_init(|| answers(&base));
     mcp_testenv::require(
         up,
-        &format!("PostgreSQL at {TEST_PG} ({base})"),
+        &format!("no PostgreSQL answers at {TEST_PG} ({base})"),
         &format!(
             "start a server there with trust authentication for `postgres` and a database as \
              named, or unset {TEST_PG} to use the one on 127.0.0.1:5432 (see scripts/postgres)"

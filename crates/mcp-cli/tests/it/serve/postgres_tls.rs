@@ -36,7 +36,7 @@ fn find(program: &str) -> Option<PathBuf> {
 fn server_binaries() -> bool {
     mcp_testenv::require(
         find("initdb").is_some() && find("postgres").is_some(),
-        "PostgreSQL's server binaries (initdb, postgres)",
+        "PostgreSQL's server binaries (initdb, postgres) are not installed",
         "install PostgreSQL's server (apt-get install postgresql; scripts/postgres does) or put \
          its bin folder on PATH",
     )
