@@ -10,9 +10,10 @@ use std::sync::Arc;
 
 use mcp_jsonrpc::ErrorObject;
 use mcp_types::{
-    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestFormParams,
-    ElicitRequestParams, ElicitRequestURLParams, ElicitResult, InputRequest, InputRequests,
-    InputResponse, InputResponses, JsonObject, ListRootsResult, method_names,
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitAction,
+    ElicitRequestFormParams, ElicitRequestParams, ElicitRequestURLParams, ElicitResult,
+    ElicitValue, InputRequest, InputRequests, InputResponse, InputResponses, JsonObject,
+    ListRootsResult, RequestedSchema, method_names,
 };
 use serde_json::Value;
 
@@ -97,11 +98,16 @@ impl Handlers {
     pub(crate) async fn answer(&self, request: InputRequest) -> Result<InputResponse, Error> {
         match request {
             InputRequest::Elicit(ElicitRequestParams::Form(params)) => match &self.elicit_form {
-                Some(h) => h
-                    .handle(params)
-                    .await
-                    .map(InputResponse::Elicit)
-                    .map_err(|source| handler_failed(method_names::ELICITATION_CREATE, source)),
+                Some(h) => {
+                    let schema = params.requested_schema.clone();
+                    h.handle(params)
+                        .await
+                        .map(|mut result| {
+                            with_defaults(&schema, &mut result);
+                            InputResponse::Elicit(result)
+                        })
+                        .map_err(|source| handler_failed(method_names::ELICITATION_CREATE, source))
+                }
                 None => Ok(InputResponse::Elicit(ElicitResult::decline())),
             },
             InputRequest::Elicit(ElicitRequestParams::Url(params)) => match &self.elicit_url {
@@ -189,6 +195,41 @@ impl Handlers {
         match self.answer(request).await {
             Ok(response) => serde_json::to_value(response).map_err(ErrorObject::internal_error),
             Err(e) => Err(ErrorObject::internal_error(e)),
+        }
+    }
+}
+
+/// Fills the fields an accepted form left out with the defaults its schema gives (spec
+/// 2025-11-25 client/elicitation, SEP-1034): the server then gets every field it offered a
+/// default for, whether or not the application's form showed it.
+fn with_defaults(schema: &RequestedSchema, result: &mut ElicitResult) {
+    if result.action != ElicitAction::Accept {
+        return;
+    }
+    let content = result.content.get_or_insert_with(Default::default);
+    for (name, field) in &schema.properties {
+        if content.contains_key(name) {
+            continue;
+        }
+        let Ok(Value::Object(field)) = serde_json::to_value(field) else {
+            continue;
+        };
+        let Some(default) = field.get("default") else {
+            continue;
+        };
+        // A number schema keeps its default as a float; an integer field's default goes back as
+        // an integer.
+        let default = match (field.get("type").and_then(Value::as_str), default) {
+            (Some("integer"), Value::Number(n)) => match n.as_f64() {
+                Some(f) if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 => {
+                    Value::from(f as i64)
+                }
+                _ => default.clone(),
+            },
+            _ => default.clone(),
+        };
+        if let Ok(value) = serde_json::from_value::<ElicitValue>(default) {
+            content.insert(name.clone(), value);
         }
     }
 }
@@ -295,5 +336,46 @@ mod tests {
         assert_eq!(err.code, -32602);
         let err = h.answer_legacy("tasks/get", None).await.unwrap_err();
         assert_eq!(err.code, -32601);
+    }
+
+    #[tokio::test]
+    async fn an_accepted_form_gets_the_schema_defaults_of_the_fields_it_left_out() {
+        let schema: RequestedSchema = serde_json::from_value(json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "default": "John Doe"},
+                "age": {"type": "integer", "default": 30},
+                "score": {"type": "number", "default": 95.5},
+                "status": {"type": "string", "enum": ["active", "inactive"], "default": "active"},
+                "verified": {"type": "boolean", "default": true},
+                "nickname": {"type": "string"}
+            }
+        }))
+        .unwrap();
+        let h = Handlers {
+            elicit_form: Some(Arc::new(|_p: ElicitRequestFormParams| async {
+                let mut content = std::collections::BTreeMap::new();
+                content.insert("name".to_owned(), ElicitValue::String("Ada".into()));
+                Ok::<_, HandlerError>(ElicitResult::accept(content))
+            })),
+            ..Handlers::default()
+        };
+        let form = InputRequest::elicit(ElicitRequestFormParams::new("?", schema.clone()));
+        let answer = h.answer(form).await.unwrap();
+        let content = serde_json::to_value(&answer.as_elicit().unwrap().content).unwrap();
+        assert_eq!(
+            content,
+            json!({"name": "Ada", "age": 30, "score": 95.5, "status": "active", "verified": true})
+        );
+        // Declined stays declined, without content.
+        let h = Handlers {
+            elicit_form: Some(Arc::new(|_p: ElicitRequestFormParams| async {
+                Ok::<_, HandlerError>(ElicitResult::decline())
+            })),
+            ..Handlers::default()
+        };
+        let form = InputRequest::elicit(ElicitRequestFormParams::new("?", schema));
+        let answer = h.answer(form).await.unwrap();
+        assert_eq!(answer.as_elicit().unwrap().content, None);
     }
 }
