@@ -68,6 +68,7 @@ pub struct ClientBuilder {
     stderr: Stderr,
     cache: bool,
     era: EraChoice,
+    oauth: Option<crate::auth::OAuth>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -93,6 +94,7 @@ impl Default for ClientBuilder {
             stderr: Stderr::default(),
             cache: false,
             era: EraChoice::Auto,
+            oauth: None,
         }
     }
 }
@@ -199,6 +201,15 @@ impl ClientBuilder {
         self
     }
 
+    /// OAuth for an HTTP server that requires it ([`crate::auth`]): its token goes with every
+    /// request, and a 401 (or a 403 for insufficient scope) runs the flow that gets a new one.
+    /// Ignored on stdio, which has no authorization.
+    #[must_use]
+    pub fn oauth(mut self, oauth: crate::auth::OAuth) -> Self {
+        self.oauth = Some(oauth);
+        self
+    }
+
     /// A header sent on every HTTP request, such as `Authorization`. Ignored on stdio.
     #[must_use]
     pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
@@ -257,7 +268,7 @@ impl ClientBuilder {
     /// certificate a private CA issued.
     pub async fn connect_http_client(self, http: HttpClient) -> Result<Client, Error> {
         let headers = self.headers.clone();
-        let transport = HttpTransport::new(http, headers);
+        let transport = HttpTransport::new(http, headers, self.oauth.clone());
         let origin = transport.origin();
         let choice = self.era;
         let client = self.into_client(Transport::Http(transport), None);

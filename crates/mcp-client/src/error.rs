@@ -34,6 +34,9 @@ pub enum Error {
     /// The HTTP exchange failed: connection, status without a JSON-RPC body, 413, 431, framing.
     #[error(transparent)]
     Http(#[from] HttpError),
+    /// Obtaining or renewing an OAuth token for the server failed ([`crate::auth`]).
+    #[error(transparent)]
+    Auth(#[from] crate::auth::AuthError),
     /// The server process could not be started.
     #[error("{}", spawn_message(program, source))]
     Spawn {
@@ -274,6 +277,7 @@ impl Error {
             }
             Error::Io(_)
             | Error::Http(_)
+            | Error::Auth(_)
             | Error::Spawn { .. }
             | Error::ServerStart { .. }
             | Error::Disconnected { .. } => ErrorKind::Transport,

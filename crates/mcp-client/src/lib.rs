@@ -54,6 +54,7 @@
 //! # }
 //! ```
 
+pub mod auth;
 mod cache;
 mod client;
 mod era;

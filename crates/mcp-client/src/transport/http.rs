@@ -20,8 +20,11 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
+use http::header::AUTHORIZATION;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
-use mcp_http::client::{EventStream, HttpClient, HttpError, HttpReply, ReplyBody, request_headers};
+use mcp_http::client::{
+    EventStream, HttpClient, HttpError, HttpReply, ReplyBody, request_headers, www_authenticate,
+};
 use mcp_http::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use mcp_jsonrpc::{Id, Message, RawValue};
 use mcp_types::method_names;
@@ -32,9 +35,39 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Event, ListenSink, Outgoing, Reply, subscription_id};
 use crate::Error;
+use crate::auth::{OAuth, Refusal};
 use crate::cache::Cache;
 use crate::handlers::Handlers;
 use standalone::Notices;
+
+/// How many times a handshake-era response stream that closed before its response is resumed.
+const MAX_RESUMPTIONS: usize = 3;
+
+/// How long to wait before resuming a stream whose server gave no `retry` delay.
+const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+
+/// The header that resumes an SSE stream after the last event received.
+const LAST_EVENT_ID: http::HeaderName = http::HeaderName::from_static("last-event-id");
+
+/// How many times one message is sent again after the OAuth flow answered a refusal.
+const MAX_AUTH_RETRIES: usize = 3;
+
+/// The refusal of a request that carried `sent`, when `status` is one and a `Bearer` challenge may
+/// say more.
+fn refusal(
+    status: StatusCode,
+    challenges: &[String],
+    sent: &Option<HeaderValue>,
+) -> Option<Refusal> {
+    if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
+        return None;
+    }
+    Some(Refusal {
+        status,
+        challenge: crate::auth::challenge_bearer(challenges),
+        sent: sent.clone(),
+    })
+}
 
 /// What the transport knows once the server turned out to be legacy.
 struct Legacy {
@@ -48,6 +81,8 @@ struct Legacy {
 /// requests): they always send the current session and headers.
 struct Shared {
     http: HttpClient,
+    /// OAuth for a server that requires it: its token on every request, its flow on a refusal.
+    oauth: Option<OAuth>,
     extra: RwLock<HeaderMap>,
     session: Mutex<Option<HeaderValue>>,
     legacy: OnceLock<Legacy>,
@@ -80,10 +115,11 @@ impl Drop for HttpTransport {
 }
 
 impl HttpTransport {
-    pub(crate) fn new(http: HttpClient, extra: HeaderMap) -> Self {
+    pub(crate) fn new(http: HttpClient, extra: HeaderMap, oauth: Option<OAuth>) -> Self {
         HttpTransport {
             shared: Arc::new(Shared {
                 http,
+                oauth,
                 extra: RwLock::new(extra),
                 session: Mutex::new(None),
                 legacy: OnceLock::new(),
@@ -163,7 +199,7 @@ impl HttpTransport {
     pub(crate) async fn end_session(&self, session: HeaderValue) -> Result<(), Error> {
         let mut headers = self.shared.legacy_headers();
         headers.insert(MCP_SESSION_ID, session);
-        self.shared.http.delete(headers).await?;
+        self.shared.delete(headers).await?;
         Ok(())
     }
 
@@ -196,7 +232,7 @@ impl HttpTransport {
             .legacy
             .get()
             .map(|_| standalone::track(&self.shared, &out, &events));
-        let reply = self.shared.http.post(out.body, headers).await?;
+        let reply = self.shared.post(out.body, headers).await?;
         if out.method == method_names::INITIALIZE
             && let Some(session) = reply.headers.get(MCP_SESSION_ID)
         {
@@ -211,21 +247,41 @@ impl HttpTransport {
             }),
             ReplyBody::Json(body) => decode_reply(&body, &out.id, status, out.method),
             ReplyBody::Events(mut stream) => {
-                while let Some(message) = stream.next_message().await {
-                    let message = message?;
-                    if let Some(reply) = self.on_stream_message(&message, &out.id, &events) {
-                        return Ok(Reply {
-                            outcome: reply,
-                            status: Some(status),
-                        });
+                let mut resumed = 0;
+                loop {
+                    while let Some(message) = stream.next_message().await {
+                        let message = message?;
+                        if let Some(reply) = self.on_stream_message(&message, &out.id, &events) {
+                            return Ok(Reply {
+                                outcome: reply,
+                                status: Some(status),
+                            });
+                        }
                     }
+                    // spec 2025-11-25 basic/transports (SEP-1699): a handshake-era server may
+                    // close a response stream before the response, having given its events ids;
+                    // the client resumes it with a GET carrying `Last-Event-ID`, after the
+                    // `retry` delay the server asked for. 2026-07-28 streams are never resumed:
+                    // a broken stream loses the request (spec 2026-07-28
+                    // basic/patterns/cancellation), and the application may send it again.
+                    let resume = match (self.shared.legacy.get(), stream.last_event_id()) {
+                        (Some(_), Some(id)) if resumed < MAX_RESUMPTIONS => {
+                            HeaderValue::from_str(id).ok()
+                        }
+                        _ => None,
+                    };
+                    let Some(last_event_id) = resume else {
+                        return Err(Error::disconnected(format!(
+                            "the response stream of {} ended before its response",
+                            out.method
+                        )));
+                    };
+                    resumed += 1;
+                    tokio::time::sleep(stream.retry().unwrap_or(DEFAULT_RETRY)).await;
+                    let mut headers = self.shared.legacy_headers();
+                    headers.insert(LAST_EVENT_ID, last_event_id);
+                    stream = self.shared.get_stream(headers).await?;
                 }
-                // spec 2026-07-28 basic/patterns/cancellation: a broken stream loses the request; the
-                // application may re-issue it as a new request.
-                Err(Error::disconnected(format!(
-                    "the response stream of {} ended before its response",
-                    out.method
-                )))
             }
         }
     }
@@ -286,7 +342,7 @@ impl HttpTransport {
         }
         .map_err(|e| Error::InvalidArgument(Box::new(e)))?;
         self.shared.common_headers(&mut headers);
-        let reply = self.shared.http.post(body, headers).await?;
+        let reply = self.shared.post(body, headers).await?;
         if reply.status.is_success() {
             Ok(())
         } else {
@@ -309,7 +365,7 @@ impl HttpTransport {
         sink: ListenSink,
     ) -> Result<ListenGuard, Error> {
         let headers = self.headers(&out)?;
-        let reply = self.shared.http.post(out.body, headers).await?;
+        let reply = self.shared.post(out.body, headers).await?;
         let stream = expect_stream(reply, &out.id, out.method)?;
         let id = out.id;
         let task = tokio::spawn(pump(stream, sink, move |message, sink| match message {
@@ -349,6 +405,86 @@ impl HttpTransport {
 impl Shared {
     fn session(&self) -> Option<HeaderValue> {
         self.session.lock().expect("session lock").clone()
+    }
+
+    /// POSTs one message with the OAuth token, if any. A refusal that the OAuth flow can answer
+    /// (401; 403 with `insufficient_scope`) runs it, and the message is sent again with the new
+    /// token, a few times at most.
+    async fn post(&self, body: Bytes, headers: HeaderMap) -> Result<HttpReply, Error> {
+        let Some(oauth) = &self.oauth else {
+            return Ok(self.http.post(body, headers).await?);
+        };
+        let url = self.http.url().to_owned();
+        let mut attempts = 0;
+        loop {
+            let mut sending = headers.clone();
+            let sent = oauth.flow.header(&url).await?;
+            if let Some(token) = &sent {
+                sending.insert(AUTHORIZATION, token.clone());
+            }
+            let result = self.http.post(body.clone(), sending).await;
+            let refusal = match &result {
+                Ok(reply) => refusal(reply.status, &www_authenticate(&reply.headers), &sent),
+                Err(HttpError::Unauthorized {
+                    status,
+                    www_authenticate,
+                    ..
+                }) => refusal(*status, www_authenticate, &sent),
+                Err(_) => None,
+            };
+            match refusal {
+                Some(refusal) if refusal.is_auth() && attempts < MAX_AUTH_RETRIES => {
+                    attempts += 1;
+                    oauth.flow.refused(&url, refusal).await?;
+                }
+                _ => {
+                    if result.as_ref().is_ok_and(|r| r.status.is_success()) {
+                        oauth.flow.accepted();
+                    }
+                    return Ok(result?);
+                }
+            }
+        }
+    }
+
+    /// Opens the legacy GET stream with the OAuth token, if any; a refusal runs the flow once.
+    async fn get_stream(&self, headers: HeaderMap) -> Result<EventStream, Error> {
+        let Some(oauth) = &self.oauth else {
+            return Ok(self.http.get_stream(headers).await?);
+        };
+        let url = self.http.url().to_owned();
+        let mut retried = false;
+        loop {
+            let mut sending = headers.clone();
+            let sent = oauth.flow.header(&url).await?;
+            if let Some(token) = &sent {
+                sending.insert(AUTHORIZATION, token.clone());
+            }
+            match self.http.get_stream(sending).await {
+                Err(HttpError::Unauthorized {
+                    status,
+                    www_authenticate,
+                    ..
+                }) if !retried => {
+                    retried = true;
+                    match refusal(status, &www_authenticate, &sent) {
+                        Some(r) if r.is_auth() => oauth.flow.refused(&url, r).await?,
+                        _ => unreachable!("an Unauthorized error is a refusal"),
+                    }
+                }
+                other => return Ok(other?),
+            }
+        }
+    }
+
+    /// Ends a legacy session, with the OAuth token, if any.
+    async fn delete(&self, mut headers: HeaderMap) -> Result<StatusCode, Error> {
+        if let Some(oauth) = &self.oauth
+            && let Some(token) = oauth.flow.header(self.http.url()).await?
+        {
+            headers.insert(AUTHORIZATION, token);
+        }
+        Ok(self.http.delete(headers).await?)
     }
 
     /// The session and the application's extra headers.
@@ -401,7 +537,7 @@ impl Shared {
                 Err(error) => mcp_jsonrpc::write_error(&mut body, Some(&id), &error),
             }
             let headers = shared.legacy_headers();
-            if let Err(e) = shared.http.post(Bytes::from(body), headers).await {
+            if let Err(e) = shared.post(Bytes::from(body), headers).await {
                 tracing::warn!(error = %e, %method, "could not deliver the answer to a server request");
             }
         });

@@ -7,12 +7,16 @@
 //! a scenario that needs a special path through the client is a bug in the client, not here.
 //!
 //! Exit status: 0 when the script ran, 1 when a call failed (the message goes to stderr), 2 for a
-//! usage error. The auth scenarios are not handled yet (they need the OAuth client flows).
+//! usage error.
+//!
+//! The `auth/*` scenarios run `mcp_client::auth` against the suite's authorization server, which
+//! approves every authorization request at once: [`FollowRedirects`] plays the browser.
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
+use mcp_client::auth::{FollowRedirects, OAuth, PrivateKey};
 use mcp_client::{Client, ClientBuilder, HandlerError};
 use mcp_types::{ElicitRequestFormParams, ElicitResult, ElicitValue, Implementation};
 use serde_json::{Value, json};
@@ -72,6 +76,9 @@ fn builder() -> ClientBuilder {
 async fn run(scenario: &str, url: &str, context: &Value) -> anyhow::Result<()> {
     match scenario {
         "tools_call" => tools_call(url).await,
+        "initialize" => first_tool(url).await,
+        "elicitation-sep1034-client-defaults" => elicitation_defaults(url).await,
+        "sse-retry" => sse_retry(url).await,
         "request-metadata" => request_metadata(url).await,
         "sep-2322-client-request-state" => request_state(url).await,
         "http-standard-headers" => standard_headers(url).await,
@@ -79,12 +86,100 @@ async fn run(scenario: &str, url: &str, context: &Value) -> anyhow::Result<()> {
         "http-invalid-tool-headers" => invalid_tool_headers(url).await,
         "json-schema-ref-no-deref" => ref_no_deref(url).await,
         "json-schema-2020-12-preservation" => schema_preservation(url).await,
-        other if other.starts_with("auth/") => {
-            bail!("auth scenarios are not implemented yet (they need the OAuth client flows)")
+        "auth/client-credentials-basic" | "auth/client-credentials-jwt" => {
+            client_credentials(url, context).await
         }
+        other if other.starts_with("auth/") => authorization_code(url, context).await,
         "" => bail!("MCP_CONFORMANCE_SCENARIO is not set"),
         other => bail!("unknown scenario {other:?}"),
     }
+}
+
+/// Connect (the handshake on a handshake-era server), list the tools, call the first with two
+/// numbers.
+async fn first_tool(url: &str) -> anyhow::Result<()> {
+    let client = builder().connect_http(url).await?;
+    let tools = client.list_all_tools().await?;
+    if let Some(tool) = tools.first() {
+        client
+            .call_tool(&tool.name, json!({"a": 2, "b": 3}))
+            .await?;
+    }
+    client.close().await?;
+    Ok(())
+}
+
+/// The server asks for a form whose fields all have defaults; the user accepts it empty, and the
+/// client fills in the defaults.
+async fn elicitation_defaults(url: &str) -> anyhow::Result<()> {
+    let client = builder()
+        .on_elicit_form(|_p: ElicitRequestFormParams| async {
+            Ok::<_, HandlerError>(ElicitResult::accept(Default::default()))
+        })
+        .connect_http(url)
+        .await?;
+    client
+        .call_tool("test_client_elicitation_defaults", json!({}))
+        .await?;
+    client.close().await?;
+    Ok(())
+}
+
+/// The server closes the call's response stream before the response: the client resumes it with
+/// `Last-Event-ID` after the `retry` delay, and the response arrives there.
+async fn sse_retry(url: &str) -> anyhow::Result<()> {
+    let client = builder().connect_http(url).await?;
+    let result = client.call_tool("test_reconnection", json!({})).await?;
+    println!("{}", serde_json::to_string(&result)?);
+    client.close().await?;
+    Ok(())
+}
+
+/// The redirect URI the suite's clients register, and this client's metadata document URL (the
+/// suite's authorization server accepts it without fetching it).
+const REDIRECT_URI: &str = "http://localhost:3000/callback";
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// The authorization code grant: connect (the server's 401 starts the flow), list the tools and
+/// call `test-tool`. Pre-registered credentials come in the context when the scenario has them.
+async fn authorization_code(url: &str, context: &Value) -> anyhow::Result<()> {
+    let mut oauth = OAuth::authorization_code(FollowRedirects::new(REDIRECT_URI))
+        .client_metadata_url(CLIENT_METADATA_URL)
+        .client_name("mcp-rs-conformance-client");
+    if let Some(id) = context["client_id"].as_str() {
+        oauth = oauth.client_id(id);
+        if let Some(secret) = context["client_secret"].as_str() {
+            oauth = oauth.client_secret(secret);
+        }
+    }
+    let client = builder().oauth(oauth.build()?).connect_http(url).await?;
+    let tools = client.list_all_tools().await?;
+    if tools.iter().any(|t| t.name == "test-tool") {
+        client.call_tool("test-tool", json!({})).await?;
+    }
+    client.close().await?;
+    Ok(())
+}
+
+/// The client credentials grant with the context's secret or private key, then the tool list.
+async fn client_credentials(url: &str, context: &Value) -> anyhow::Result<()> {
+    let id = context["client_id"]
+        .as_str()
+        .context("the context has no client_id")?;
+    let mut oauth = OAuth::client_credentials(id);
+    if let Some(pem) = context["private_key_pem"].as_str() {
+        let algorithm = context["signing_algorithm"].as_str().unwrap_or("ES256");
+        oauth = oauth.private_key(PrivateKey::from_pem(pem.as_bytes(), algorithm)?);
+    } else {
+        let secret = context["client_secret"]
+            .as_str()
+            .context("the context has neither client_secret nor private_key_pem")?;
+        oauth = oauth.client_secret(secret);
+    }
+    let client = builder().oauth(oauth.build()?).connect_http(url).await?;
+    client.list_all_tools().await?;
+    client.close().await?;
+    Ok(())
 }
 
 /// List the tools, then call `add_numbers` with two numbers.

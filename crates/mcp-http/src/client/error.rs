@@ -68,6 +68,17 @@ pub enum HttpError {
         /// The start of the body, or the summary of an HTML page, for the error message.
         body: String,
     },
+    /// HTTP 401, or 403 with a `WWW-Authenticate` challenge, without a JSON-RPC body: the server
+    /// wants credentials, or other ones (RFC 6750 §3). The challenges say where to get them.
+    #[error("HTTP {status}{}: {}", if body.is_empty() { String::new() } else { format!(" ({body})") }, describe_challenge(www_authenticate))]
+    Unauthorized {
+        /// 401 or 403.
+        status: StatusCode,
+        /// The `WWW-Authenticate` values, as sent.
+        www_authenticate: Vec<String>,
+        /// The start of the body, for the message.
+        body: String,
+    },
     /// A 2xx answer that is neither JSON nor an event stream.
     #[error(
         "the server answered with Content-Type {0:?}; expected application/json or text/event-stream"
@@ -82,6 +93,18 @@ pub enum HttpError {
     /// The event stream could not be parsed further.
     #[error(transparent)]
     Sse(#[from] SseError),
+}
+
+/// What a refusal for authorization says, in words.
+fn describe_challenge(values: &[String]) -> String {
+    let all = values.join(", ");
+    if all.is_empty() {
+        "the server requires authorization".to_owned()
+    } else if all.contains("insufficient_scope") {
+        format!("the token lacks a scope the server requires ({all})")
+    } else {
+        format!("the server requires authorization ({all})")
+    }
 }
 
 /// How much of a plain body an error message keeps.

@@ -27,7 +27,7 @@ use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 
 pub use error::HttpError;
-pub use reply::{EventStream, HttpReply, ReplyBody};
+pub use reply::{EventStream, HttpReply, ReplyBody, www_authenticate};
 
 use crate::codec::encode_header_value;
 use crate::headers::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION};

@@ -91,6 +91,12 @@ impl EventStream {
         }
     }
 
+    /// The id of the last event the server gave one (`id:`), if any: what a legacy (2025)
+    /// client sends as `Last-Event-ID` to resume the stream.
+    pub fn last_event_id(&self) -> Option<&str> {
+        Some(self.parser.last_event_id()).filter(|id| !id.is_empty())
+    }
+
     /// The reconnection delay the server asked for with the SSE `retry:` field, if it sent one so
     /// far. Only a legacy (2025) client reconnects a stream (its GET stream); a 2026-07-28 stream
     /// is never resumed.
@@ -141,7 +147,7 @@ pub(super) async fn read(
     let body = if is_json(&media) && !body.is_empty() {
         ReplyBody::Json(body)
     } else if !status.is_success() {
-        return Err(HttpError::status(status, &body));
+        return Err(refusal(status, &headers, &body));
     } else if body.iter().all(u8::is_ascii_whitespace) {
         ReplyBody::Empty
     } else {
@@ -173,8 +179,38 @@ pub(super) async fn read_stream(
         return Err(HttpError::UnexpectedContentType(media));
     }
     // Keep the start of the body for the message; a JSON-RPC error body names the refusal.
+    let headers = std::mem::take(response.headers_mut());
     let body = read_prefix(&mut response, 4096).await;
-    Err(HttpError::status(status, &body))
+    Err(refusal(status, &headers, &body))
+}
+
+/// The error for a non-2xx answer without a JSON-RPC body: [`HttpError::Unauthorized`] for a 401,
+/// or a 403 with an authentication challenge (RFC 6750 §3.1 `insufficient_scope`), else
+/// [`HttpError::Status`].
+fn refusal(status: StatusCode, headers: &HeaderMap, body: &[u8]) -> HttpError {
+    let challenges = www_authenticate(headers);
+    if status == StatusCode::UNAUTHORIZED
+        || (status == StatusCode::FORBIDDEN && !challenges.is_empty())
+    {
+        let HttpError::Status { body, .. } = HttpError::status(status, body) else {
+            unreachable!("HttpError::status makes a Status")
+        };
+        return HttpError::Unauthorized {
+            status,
+            www_authenticate: challenges,
+            body,
+        };
+    }
+    HttpError::status(status, body)
+}
+
+/// The values of the `WWW-Authenticate` headers, as text.
+pub fn www_authenticate(headers: &HeaderMap) -> Vec<String> {
+    headers
+        .get_all(http::header::WWW_AUTHENTICATE)
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_owned))
+        .collect()
 }
 
 /// Up to about `limit` bytes of the body, for an error message; a failed read ends it early.

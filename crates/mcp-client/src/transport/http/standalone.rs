@@ -222,8 +222,8 @@ impl Shared {
     }
 
     /// Opens the GET stream once.
-    async fn open_get(&self) -> Result<mcp_http::client::EventStream, HttpError> {
-        self.http.get_stream(self.legacy_headers()).await
+    async fn open_get(&self) -> Result<mcp_http::client::EventStream, Error> {
+        self.get_stream(self.legacy_headers()).await
     }
 }
 
@@ -275,13 +275,17 @@ pub(super) async fn run(
                     backoff = INITIAL_BACKOFF;
                 }
             }
-            Err(HttpError::Status { status, .. }) if status == StatusCode::METHOD_NOT_ALLOWED => {
+            Err(Error::Http(HttpError::Status { status, .. }))
+                if status == StatusCode::METHOD_NOT_ALLOWED =>
+            {
                 tracing::debug!("the legacy server offers no GET stream (HTTP 405)");
                 shared.notices.finish(Stream::Absent, absent);
                 settle();
                 return;
             }
-            Err(HttpError::Status { status, .. }) if status == StatusCode::NOT_FOUND => {
+            Err(Error::Http(HttpError::Status { status, .. }))
+                if status == StatusCode::NOT_FOUND =>
+            {
                 tracing::warn!("the legacy server ended the session (HTTP 404 on the GET stream)");
                 shared
                     .notices
