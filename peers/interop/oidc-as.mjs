@@ -2,11 +2,18 @@
 // peers/package.json) on a loopback port.
 //
 //   node oidc-as.mjs --keys FILE [--port N] [--sign KID] --resource URL [--resource URL ...]
-//                    [--opaque URL ...]
+//                    [--opaque URL ...] [--ttl SECONDS]
 //
-// It issues client_credentials access tokens with RFC 8707 resource indicators: a JWT (RS256)
-// whose `aud` is the requested `resource` for every --resource, an opaque token for every --opaque
-// (to be introspected). Token introspection (RFC 7662) and revocation (RFC 7009) are on.
+// It issues access tokens with RFC 8707 resource indicators: a JWT (RS256) whose `aud` is the
+// requested `resource` for every --resource, an opaque token for every --opaque (to be
+// introspected), valid for --ttl seconds (default 600). Token introspection (RFC 7662) and
+// revocation (RFC 7009) are on.
+//
+// Grants: client_credentials for the clients below; the authorization code grant with PKCE for
+// clients that register dynamically (RFC 7591, open registration), with refresh tokens. Its
+// login and consent need no person: /interaction/UID signs in the user "alice" and grants the
+// scopes the client asked for, so a client that follows the redirects (with their cookies) gets
+// its code, as a browser whose user approves would.
 //
 // Clients (client_secret_basic):
 //   mcp-client / mcp-client-secret   client_credentials, scopes mcp:tools mcp:admin mcp:read sample:read
@@ -24,7 +31,7 @@ import http from 'node:http';
 import Provider from 'oidc-provider';
 
 const args = process.argv.slice(2);
-const opt = { port: 0, keys: null, sign: 'a', resources: [], opaque: [] };
+const opt = { port: 0, keys: null, sign: 'a', resources: [], opaque: [], ttl: 600 };
 for (let i = 0; i < args.length; i++) {
   const a = args[i];
   const v = args[++i];
@@ -33,6 +40,7 @@ for (let i = 0; i < args.length; i++) {
   else if (a === '--sign') opt.sign = v;
   else if (a === '--resource') opt.resources.push(v);
   else if (a === '--opaque') opt.opaque.push(v);
+  else if (a === '--ttl') opt.ttl = Number(v);
   else {
     console.error(`oidc-as: unknown argument ${a}`);
     process.exit(2);
@@ -64,8 +72,9 @@ await new Promise((resolve) => server.listen(opt.port, '127.0.0.1', resolve));
 const port = server.address().port;
 const issuer = `http://127.0.0.1:${port}`;
 
-// sample:read is what `mcp serve` asks for its sample database's tools by default.
-const scopes = 'mcp:tools mcp:admin mcp:read sample:read';
+// sample:read and sample:write are what `mcp serve` asks for its sample database by default,
+// files:read for its file roots.
+const scopes = 'mcp:tools mcp:admin mcp:read sample:read sample:write files:read';
 const provider = new Provider(issuer, {
   clients: [
     {
@@ -85,10 +94,22 @@ const provider = new Provider(issuer, {
     },
   ],
   jwks: { keys },
-  scopes: scopes.split(' '),
+  scopes: ['openid', 'offline_access', ...scopes.split(' ')],
+  findAccount: (ctx, accountId) => ({ accountId, claims: () => ({ sub: accountId }) }),
+  interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
+  // A refresh token for every authorization code of a client allowed the refresh_token grant.
+  issueRefreshToken: (ctx, client) => client.grantTypeAllowed('refresh_token'),
+  pkce: { required: () => true },
+  // Explicit lifetimes of the interaction artifacts (the defaults print a notice).
+  ttl: {
+    Interaction: 600,
+    Session: 3600,
+    Grant: 3600,
+  },
   clientBasedCORS: () => true,
   features: {
     devInteractions: { enabled: false },
+    registration: { enabled: true },
     clientCredentials: { enabled: true },
     introspection: { enabled: true },
     revocation: { enabled: true },
@@ -105,7 +126,7 @@ const provider = new Provider(issuer, {
         return {
           scope: scopes,
           audience: resource,
-          accessTokenTTL: 600,
+          accessTokenTTL: opt.ttl,
           accessTokenFormat: jwt ? 'jwt' : 'opaque',
           ...(jwt ? { jwt: { sign: { alg: 'RS256' } } } : {}),
         };
@@ -114,5 +135,47 @@ const provider = new Provider(issuer, {
   },
 });
 provider.on('server_error', (ctx, err) => console.error('oidc-as: server_error', err));
-server.on('request', provider.callback());
+
+// The user's side of the authorization code grant, approving at once: sign in as "alice", then
+// grant the scopes and resource the client asked for.
+async function interaction(req, res) {
+  const details = await provider.interactionDetails(req, res);
+  const { prompt, params, session } = details;
+  let result;
+  if (prompt.name === 'login') {
+    result = { login: { accountId: 'alice' } };
+  } else {
+    const grant = details.grantId
+      ? await provider.Grant.find(details.grantId)
+      : new provider.Grant({ accountId: session.accountId, clientId: params.client_id });
+    // What the consent prompt says is missing: exactly what the client asked for.
+    const missing = prompt.details;
+    if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
+    if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
+    for (const [resource, scopes] of Object.entries(missing.missingResourceScopes || {})) {
+      grant.addResourceScope(resource, scopes.join(' '));
+    }
+    result = { consent: { grantId: await grant.save() } };
+  }
+  await provider.interactionFinished(req, res, result, { mergeWithLastSubmission: true });
+}
+
+const callback = provider.callback();
+server.on('request', (req, res) => {
+  if (req.url.startsWith('/interaction/')) {
+    interaction(req, res).catch((err) => {
+      console.error('oidc-as: interaction', err);
+      res.statusCode = 500;
+      res.end(String(err));
+    });
+  } else {
+    callback(req, res);
+  }
+});
 console.log(JSON.stringify({ issuer, port }));
+// The one line on stdout is read; whoever started the server may close the pipe after it, and a
+// later write there must not take the server down.
+process.stdout.on('error', () => {});
+console.log = console.error;
+console.warn = console.error;
+console.info = console.error;

@@ -148,9 +148,20 @@ pub(crate) async fn connect(common: &Common, progress: &Progress) -> Result<Clie
         .url
         .as_deref()
         .ok_or_else(|| CliError::usage("give --stdio COMMAND or --url URL"))?;
+    let mut authorization = false;
     for text in &common.headers {
         let (name, value) = header(text)?;
+        authorization |= name == http::header::AUTHORIZATION;
         builder = builder.header(name, value);
+    }
+    // The token kept by `mcp auth login`, renewed as needed; a server that asks for one runs the
+    // flow. A token given with -H is used as it is instead.
+    if !authorization {
+        builder = builder.oauth(super::auth::for_verb(
+            url,
+            common.ca_cert.as_deref(),
+            common.no_input,
+        )?);
     }
     let http = match &common.ca_cert {
         Some(ca_file) => mcp_http::client::HttpClient::with_ca_file(url, ca_file),

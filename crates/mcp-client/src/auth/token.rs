@@ -147,7 +147,7 @@ fn form<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
     out.finish()
 }
 
-fn http_error(url: &str, e: &reqwest::Error) -> AuthError {
+pub(crate) fn http_error(url: &str, e: &reqwest::Error) -> AuthError {
     let mut reason = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(cause) = source {

@@ -2,6 +2,7 @@
 //! framing on an in-memory pipe; and (`interop`) against servers written with the official SDKs,
 //! as child processes, which needs the peers from `scripts/peers-install`.
 
+mod auth;
 mod cache;
 mod calls;
 mod era;

@@ -40,6 +40,22 @@ const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, tex
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 const EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
 
+/// The CA certificates of the PEM file `ca_file`, for a reqwest client that trusts them besides
+/// the system's (`reqwest::ClientBuilder::tls_certs_merge`).
+pub fn ca_certificates(ca_file: &std::path::Path) -> Result<Vec<reqwest::Certificate>, HttpError> {
+    let ca_error = |reason: String| HttpError::CaFile {
+        path: ca_file.to_owned(),
+        reason,
+    };
+    let pem = std::fs::read(ca_file).map_err(|e| ca_error(e.to_string()))?;
+    let certs = reqwest::Certificate::from_pem_bundle(&pem)
+        .map_err(|e| ca_error(format!("not PEM certificates ({e})")))?;
+    if certs.is_empty() {
+        return Err(ca_error("no PEM certificate in it".to_owned()));
+    }
+    Ok(certs)
+}
+
 /// The standard headers of one POST, plus the `Mcp-Param-*` headers of a `tools/call`.
 ///
 /// `protocol_version` goes into `MCP-Protocol-Version`, `method` into `Mcp-Method`, and `name` (the
@@ -88,18 +104,8 @@ impl HttpClient {
     /// A client for the endpoint at `url` that trusts the CA certificates of the PEM file `ca_file`
     /// besides the system's, for a server whose certificate a private CA issued.
     pub fn with_ca_file(url: &str, ca_file: &std::path::Path) -> Result<Self, HttpError> {
-        let ca_error = |reason: String| HttpError::CaFile {
-            path: ca_file.to_owned(),
-            reason,
-        };
-        let pem = std::fs::read(ca_file).map_err(|e| ca_error(e.to_string()))?;
-        let certs = reqwest::Certificate::from_pem_bundle(&pem)
-            .map_err(|e| ca_error(format!("not PEM certificates ({e})")))?;
-        if certs.is_empty() {
-            return Err(ca_error("no PEM certificate in it".to_owned()));
-        }
         let http = reqwest::Client::builder()
-            .tls_certs_merge(certs)
+            .tls_certs_merge(ca_certificates(ca_file)?)
             .build()
             .map_err(HttpError::Request)?;
         Self::with_client(http, url)

@@ -13,8 +13,8 @@ use super::{Peers, run_peer};
 use crate::serve::support::{Serve, TempDir, http, rpc_headers, rpc_message};
 
 /// A running oidc-provider, killed when dropped.
-struct Oidc {
-    issuer: String,
+pub(super) struct Oidc {
+    pub(super) issuer: String,
     child: Child,
     _keys: TempDir,
 }
@@ -29,12 +29,18 @@ impl Drop for Oidc {
 impl Oidc {
     /// Starts the AS issuing JWT access tokens for `resource`.
     fn start(peers: &Peers, resource: &str) -> Oidc {
+        Self::start_with(peers, resource, &[])
+    }
+
+    /// [`Oidc::start`] with more arguments of `oidc-as.mjs` (`--ttl SECONDS`).
+    pub(super) fn start_with(peers: &Peers, resource: &str, more: &[&str]) -> Oidc {
         let keys = TempDir::new();
         let mut child = peers
             .node("interop/oidc-as.mjs")
             .arg("--keys")
             .arg(keys.join("keys.json"))
             .args(["--resource", resource])
+            .args(more)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -89,7 +95,7 @@ fn percent(s: &str) -> String {
 }
 
 /// A free loopback port: the resource URL (the tokens' audience) names it before the server starts.
-fn free_port() -> u16 {
+pub(super) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -10,6 +10,8 @@
 //! - `modern`: the TypeScript v2 and Python clients pinned to 2026-07-28 against the same server,
 //!   and the TypeScript v2 client in its default mode (the handshake era).
 //! - `sessions`: the session bounds the README names, through the binary.
+//! - `login`: `mcp auth login` and the client verbs against `mcp serve` behind a real
+//!   authorization server: the browser step scripted, refresh, step-up, logout.
 //!
 //! The peers come from `scripts/peers-install` (npm and PyPI, pinned in `peers/`); without them
 //! these tests return at once and say so in one line (they fail under `MCP_RS_REQUIRE_ALL`, as
@@ -17,6 +19,7 @@
 
 mod auth;
 mod inspector;
+mod login;
 mod modern;
 mod python;
 mod sessions;
