@@ -74,7 +74,8 @@ struct State {
 pub(crate) struct Flow {
     config: Config,
     http: reqwest::Client,
-    /// The header requests carry now, with the token's expiry: read without waiting.
+    /// The header requests carry now, with the time to renew it ([`renewal`]): read without
+    /// waiting.
     header: RwLock<Option<(HeaderValue, Option<u64>)>>,
     state: tokio::sync::Mutex<State>,
     /// Step-up authorizations since a request last got through.
@@ -109,21 +110,34 @@ impl Flow {
     /// read from the store the first time and refreshed first when it has expired; `None` before
     /// any token (the server's 401 then starts the flow).
     pub(crate) async fn header(&self, server_url: &str) -> Result<Option<HeaderValue>, AuthError> {
-        if let Some((value, expires)) = self.header.read().expect("header lock").as_ref()
-            && !expires.is_some_and(|at| at <= now() + EXPIRY_MARGIN)
+        if let Some((value, renew_at)) = self.header.read().expect("header lock").as_ref()
+            && !renew_at.is_some_and(|at| at <= now())
         {
             return Ok(Some(value.clone()));
         }
         let mut state = self.state.lock().await;
         self.load(&mut state, server_url)?;
-        let expired = state
+        let due = state
             .credentials
             .as_ref()
-            .is_some_and(|c| c.access_token.is_some() && c.expired(now(), EXPIRY_MARGIN));
-        if expired && let Err(e) = self.refresh(&mut state).await {
-            // The request goes without a token; the server's 401 starts a new authorization.
-            tracing::info!(error = %e, "refreshing the expired access token failed");
-            self.forget_token(&mut state)?;
+            .filter(|c| c.access_token.is_some())
+            .and_then(renewal)
+            .is_some_and(|at| at <= now());
+        if due {
+            let refreshable = state
+                .credentials
+                .as_ref()
+                .is_some_and(|c| c.refresh_token.is_some());
+            let refreshed = if refreshable {
+                self.refresh(&mut state).await
+            } else {
+                Err(AuthError::Token("the access token has expired".to_owned()))
+            };
+            if let Err(e) = refreshed {
+                // The request goes without a token; the server's 401 starts a new authorization.
+                tracing::info!(error = %e, "the access token has expired and was not refreshed");
+                self.forget_token(&mut state)?;
+            }
         }
         Ok(self.current())
     }
@@ -266,7 +280,7 @@ impl Flow {
             let token = c.access_token.as_ref()?;
             let mut value = HeaderValue::from_str(&format!("Bearer {token}")).ok()?;
             value.set_sensitive(true);
-            Some((value, c.expires_at))
+            Some((value, renewal(c)))
         });
         *self.header.write().expect("header lock") = value;
     }
@@ -465,7 +479,16 @@ impl Flow {
                 (credentials, response)
             }
         };
-        let (credentials, response) = issued;
+        let (mut credentials, response) = issued;
+        // A secret kept with the registration (dynamic registration's, or one the application
+        // stored with it) stays with it.
+        if let Some(old) = &state.credentials
+            && credentials.client_secret.is_none()
+            && old.issuer == credentials.issuer
+            && old.client_id == credentials.client_id
+        {
+            credentials.client_secret.clone_from(&old.client_secret);
+        }
         state.credentials = Some(with_token(credentials, response, &scopes));
         self.fresh.store(true, Ordering::SeqCst);
         self.save(state)
@@ -717,6 +740,18 @@ impl Flow {
             verifier: pkce.verifier,
         })
     }
+}
+
+/// When the access token should be replaced (seconds since the epoch): a little before it
+/// expires when a refresh token can replace it, else when it expires (a token that cannot be
+/// refreshed is used to its end). `None`: no expiry was given.
+fn renewal(credentials: &Credentials) -> Option<u64> {
+    let at = credentials.expires_at?;
+    Some(if credentials.refresh_token.is_some() {
+        at.saturating_sub(EXPIRY_MARGIN)
+    } else {
+        at
+    })
 }
 
 /// An authorization code and the PKCE verifier of its request.

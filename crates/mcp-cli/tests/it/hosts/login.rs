@@ -289,4 +289,55 @@ fn login_then_the_verbs_refresh_step_up_and_logout() {
     let (code, stdout, _) = run(mcp(&credentials, &["auth", "status"], &[]));
     assert_eq!(code, Some(0));
     assert!(stdout.contains("no credentials are kept"), "{stdout}");
+
+    // Machine to machine: the client credentials grant, its secret from a file, no browser; the
+    // verbs then use the token, and can get a new one without anybody.
+    let secret = scratch.join("client-secret");
+    std::fs::write(&secret, "mcp-client-secret\n").unwrap();
+    let (code, stdout, stderr) = run(mcp(
+        &credentials,
+        &[
+            "auth",
+            "login",
+            "--url",
+            &resource,
+            "--client-credentials",
+            "--client-id",
+            "mcp-client",
+            "--client-secret-file",
+            secret.to_str().unwrap(),
+            "--scope",
+            "sample:read",
+        ],
+        &[],
+    ));
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("grant         client_credentials"), "{stdout}");
+    assert!(!stdout.contains("mcp-client-secret") && !stderr.contains("mcp-client-secret"));
+    let machine = kept(&credentials, &resource);
+    assert_eq!(machine["grant"], "client_credentials");
+    // A verb uses the token while it lasts; once it has expired (three seconds), the verb gets a
+    // new one with the kept secret, there being no refresh token.
+    let (code, _, stderr) = run(mcp(&credentials, &["tools", "--url", &resource], &[]));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        kept(&credentials, &resource)["access_token"],
+        machine["access_token"]
+    );
+    let expires = machine["expires_at"].as_u64().unwrap();
+    while std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        <= expires
+    {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (code, stdout, stderr) = run(mcp(&credentials, &["tools", "--url", &resource], &[]));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("list_tables"), "{stdout}");
+    let renewed = kept(&credentials, &resource);
+    assert_ne!(renewed["access_token"], machine["access_token"]);
+    // The secret stays kept for the next renewal.
+    assert_eq!(renewed["client_secret"], "mcp-client-secret");
 }
