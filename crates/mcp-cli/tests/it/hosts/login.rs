@@ -239,6 +239,13 @@ fn login_then_the_verbs_refresh_step_up_and_logout() {
     assert!(stdout.contains("list_tables"), "{stdout}");
     let renewed = kept(&credentials, &resource);
     assert_ne!(renewed["access_token"].as_str(), Some(access.as_str()));
+    let (code, stdout, stderr) = run(mcp(
+        &credentials,
+        &["call", "list_tables", "--url", &resource],
+        &[],
+    ));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("customers"), "{stdout}");
     assert!(renewed["expires_at"].as_u64() >= first["expires_at"].as_u64());
 
     // A file needs files:read. Where nobody can follow a link, the command says which scope to
