@@ -93,7 +93,14 @@ impl RequestContext {
             method,
             meta,
             principal: io.principal.clone(),
-            cancel: io.cancel.clone(),
+            // With a handler deadline, the handler's token is a child of the transport's: the
+            // deadline stops the handler without making the transport take the request for one
+            // the client cancelled (and so send no answer).
+            cancel: if server.inner.config.handler_timeout.is_some() {
+                io.cancel.child_token()
+            } else {
+                io.cancel.clone()
+            },
             sink: io.sink.clone(),
             server: server.clone(),
             last_progress: Mutex::new(None),
@@ -166,7 +173,8 @@ impl RequestContext {
         self.cancel.is_cancelled()
     }
 
-    /// Resolves when the client cancels the request (or the server shuts down).
+    /// Resolves when the client cancels the request, the server shuts down, or the handler
+    /// deadline ([`ServerConfig::handler_timeout`](crate::ServerConfig::handler_timeout)) passes.
     ///
     /// The transports also drop the handler's future when its request is cancelled, so a handler
     /// that only awaits stops at its next await without looking. This is for work that outlives
@@ -174,6 +182,15 @@ impl RequestContext {
     /// must be told to stop.
     pub fn cancelled(&self) -> WaitForCancellationFuture<'_> {
         self.cancel.cancelled()
+    }
+
+    /// The token the handler deadline fires, when the server has one.
+    pub(crate) fn deadline_token(&self) -> Option<CancellationToken> {
+        self.server
+            .inner
+            .config
+            .handler_timeout
+            .map(|_| self.cancel.clone())
     }
 
     /// The request's cancellation token, to hand to work that outlives a borrow of the context.

@@ -44,6 +44,10 @@ pub struct ServerConfig {
     /// Which protocol eras are served: both by default (handshake-era hosts start a session with
     /// `initialize`), or 2026-07-28 only.
     pub eras: crate::legacy::Eras,
+    /// How long a handler (a tool, a resource read, a prompt, a completion) may run before it is
+    /// stopped: its cancellation fires and its future is dropped. A tool call that runs past it
+    /// gets a tool error saying so; other methods get -32603. `None` (the default): no limit.
+    pub handler_timeout: Option<Duration>,
 }
 
 impl Default for ServerConfig {
@@ -57,6 +61,7 @@ impl Default for ServerConfig {
             state_ttl: Duration::from_secs(600),
             listen_buffer: 256,
             eras: crate::legacy::Eras::Both,
+            handler_timeout: None,
         }
     }
 }

@@ -57,6 +57,8 @@ pub(crate) struct ServerSection {
     pub approval_ledger: Option<String>,
     /// `both` (the default: handshake-era hosts too) or `modern` (2026-07-28 only).
     pub eras: Option<ErasSetting>,
+    /// How long a handler may run before it is stopped.
+    pub handler_timeout: Option<Seconds>,
 }
 
 /// Which protocol eras `mcp serve` answers.

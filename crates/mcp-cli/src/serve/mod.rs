@@ -113,6 +113,11 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "N")]
     h2_max_streams: Option<u32>,
 
+    /// How long a tool call (or a resource read, a prompt) may run before it is stopped and
+    /// answered with an error saying so: seconds, or with a unit (30s, 5m) [default: 5m].
+    #[arg(long, value_name = "DURATION", value_parser = flags::duration)]
+    handler_timeout: Option<Duration>,
+
     /// Which protocol eras to answer: both (2026-07-28 requests, and the handshake-era sessions
     /// that most hosts still open with `initialize`), or modern (2026-07-28 only) [default: both].
     #[arg(long, value_name = "ERAS", value_enum)]

@@ -117,6 +117,7 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
                 ErasSetting::Both => Eras::Both,
                 ErasSetting::Modern => Eras::ModernOnly,
             };
+            edited.handler_timeout = Some(settings.handler_timeout);
             edited
         })
         // One log line per request; arguments only when asked, and only at DEBUG.

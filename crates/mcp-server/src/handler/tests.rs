@@ -490,3 +490,66 @@ async fn structured_output_that_is_not_an_object_goes_under_result_in_schema_and
     );
     assert_eq!(reply["result"].get("isError"), None, "{reply}");
 }
+
+#[tokio::test]
+async fn a_handler_past_the_deadline_is_stopped_and_answered() {
+    use std::sync::atomic::AtomicBool;
+    let saw_stop = std::sync::Arc::new(AtomicBool::new(false));
+    let seen = saw_stop.clone();
+    let config = crate::ServerConfig {
+        handler_timeout: Some(std::time::Duration::from_millis(100)),
+        ..Default::default()
+    };
+    let server = Server::builder("t", "1")
+        .config(config)
+        .tool("hang", move |ctx: RequestContext| {
+            let seen = seen.clone();
+            async move {
+                // Work on a task of its own learns of the deadline through the context.
+                let watcher = tokio::spawn({
+                    let token = ctx.cancellation_token();
+                    async move {
+                        token.cancelled().await;
+                        seen.store(true, Ordering::SeqCst);
+                    }
+                });
+                tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+                watcher.abort();
+                "finished"
+            }
+        })
+        .tool("quick", || async { "quick" })
+        .resource(Resource::new("test://slow", "slow"), || async {
+            tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+            "never"
+        })
+        .build()
+        .expect("builds");
+    let started = std::time::Instant::now();
+    let reply = call(&server, "hang", json!({})).await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    assert_eq!(
+        text(&reply),
+        "The tool hang did not finish within 100 ms and was stopped."
+    );
+    for _ in 0..100 {
+        if saw_stop.load(Ordering::SeqCst) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(saw_stop.load(Ordering::SeqCst), "the handler's token fired");
+    // Other methods: -32603 with the same words.
+    let read = ask(&server, "resources/read", json!({"uri": "test://slow"})).await;
+    assert_eq!(read["error"]["code"], -32603, "{read}");
+    assert!(
+        read["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("did not finish within 100 ms"),
+        "{read}"
+    );
+    // A handler within the deadline is not touched.
+    assert_eq!(text(&call(&server, "quick", json!({})).await), "quick");
+}

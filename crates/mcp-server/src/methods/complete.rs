@@ -63,8 +63,12 @@ impl Server {
             req.meta.clone(),
             Mrtr::default(),
         );
-        match Self::guarded(handler.complete(ctx, params), "completion").await {
-            Err(e) => error_reply(Some(&req.id), &e, false),
+        let stop = ctx.deadline_token();
+        match self
+            .run_handler(stop, handler.complete(ctx, params), "completion")
+            .await
+        {
+            Err(e) => error_reply(Some(&req.id), &e.into_error("completion"), false),
             Ok(Ok(mut c)) => {
                 if c.values.len() > MAX_VALUES {
                     c.total.get_or_insert(c.values.len() as u64);

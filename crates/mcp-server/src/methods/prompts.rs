@@ -66,8 +66,12 @@ impl Server {
             req.meta.clone(),
             mrtr,
         );
-        match Self::guarded(prompt.handler.get(ctx, arguments), "prompt").await {
-            Err(e) => error_reply(Some(&req.id), &e, false),
+        let stop = ctx.deadline_token();
+        match self
+            .run_handler(stop, prompt.handler.get(ctx, arguments), "prompt")
+            .await
+        {
+            Err(e) => error_reply(Some(&req.id), &e.into_error("prompt"), false),
             Ok(Ok(mut result)) => {
                 result.result_type = ResultType::Complete;
                 result.meta.get_or_insert_with(Default::default).server_info =

@@ -61,9 +61,16 @@ impl Server {
             req.meta.clone(),
             mrtr,
         );
-        let outcome = Self::guarded(handler.read(ctx, params.uri.clone(), vars), "resource").await;
+        let stop = ctx.deadline_token();
+        let outcome = self
+            .run_handler(
+                stop,
+                handler.read(ctx, params.uri.clone(), vars),
+                "resource",
+            )
+            .await;
         match outcome {
-            Err(e) => error_reply(Some(&req.id), &e, false),
+            Err(e) => error_reply(Some(&req.id), &e.into_error("resource"), false),
             Ok(Ok(contents)) if contents.is_empty() => {
                 // Never an empty `contents` for a missing resource.
                 error_reply(Some(&req.id), &resource_not_found(&params.uri), false)

@@ -12,6 +12,7 @@ use crate::context::RequestContext;
 use crate::error::HandlerError;
 use crate::mrtr::{Binding, StateError, state_error};
 use crate::registry::Registry;
+use crate::router::Stopped;
 use crate::router::{CallFields, Outcome, Prepared, ReplyMessage, RequestIo, error_reply};
 
 /// `tools/call` params as the router needs them. Usually assembled from what `prepare` captured
@@ -134,9 +135,22 @@ impl Server {
         };
 
         let ctx = RequestContext::new(self, &io, id.clone(), "tools/call", meta, mrtr);
-        let outcome = Self::guarded(tool.handler.call(ctx, arguments), "tool").await;
+        let stop = ctx.deadline_token();
+        let outcome = self
+            .run_handler(stop, tool.handler.call(ctx, arguments), "tool")
+            .await;
         match outcome {
-            Err(e) => error_reply(Some(&id), &e, false),
+            Err(Stopped::Failed(e)) => error_reply(Some(&id), &e, false),
+            // A tool that runs too long is a failure of this call the model can read, and may
+            // retry with less work.
+            Err(Stopped::Deadline(limit)) => {
+                let result = CallToolResult::error(format!(
+                    "The tool {} did not finish within {} and was stopped.",
+                    params.name,
+                    crate::router::human(limit)
+                ));
+                self.tool_reply(&id, result, Outcome::ToolError)
+            }
             Ok(Ok(result)) => {
                 let is_error = result.is_error == Some(true);
                 if !is_error && let Some(schema) = &tool.output {

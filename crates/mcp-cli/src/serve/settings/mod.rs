@@ -33,6 +33,9 @@ const DEFAULT_NAME: &str = "mcp-rs";
 const DEFAULT_PATH: &str = "/mcp";
 const DEFAULT_MAX_MESSAGE: usize = 4 * 1024 * 1024;
 const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a handler may run by default: well past any query timeout, short enough that a stuck
+/// call does not hold a client for good.
+const DEFAULT_HANDLER_TIMEOUT: Duration = Duration::from_secs(300);
 const DEFAULT_METRICS_PATH: &str = "/metrics";
 /// The least response memory: room for one large response of a few hundred kilobytes.
 const MIN_RESPONSE_MEMORY: usize = 1024 * 1024;
@@ -62,6 +65,8 @@ pub(crate) struct Settings {
     pub tls: Option<TlsFiles>,
     /// Which protocol eras are answered.
     pub eras: ErasSetting,
+    /// How long a handler may run before it is stopped.
+    pub handler_timeout: Duration,
     /// How handshake-era clients are served over HTTP.
     pub legacy_http: LegacyHttpSetting,
     /// The most handshake-era HTTP sessions at once.
@@ -270,6 +275,12 @@ pub(crate) fn resolve(
             return Err("http.tls_key: http.tls_cert is missing; give both, or neither".to_owned());
         }
         (None, None, None, None) => None,
+    };
+
+    let handler_timeout = match (args.handler_timeout, &file.server.handler_timeout) {
+        (Some(d), _) => check_positive(d, "--handler-timeout")?,
+        (None, Some(s)) => check_positive(s.0, "server.handler_timeout")?,
+        (None, None) => DEFAULT_HANDLER_TIMEOUT,
     };
 
     // Eras: both by default, since the hosts most people run open with `initialize`.
@@ -583,6 +594,7 @@ pub(crate) fn resolve(
         response_memory,
         tls,
         eras,
+        handler_timeout,
         legacy_http,
         max_sessions,
         session_idle,

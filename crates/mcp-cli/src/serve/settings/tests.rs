@@ -110,6 +110,29 @@ fn used_approvals_are_recorded_in_the_data_folder_unless_a_ledger_is_given() {
 }
 
 #[test]
+fn the_handler_deadline_comes_from_the_flag_over_the_file_over_five_minutes() {
+    assert_eq!(
+        resolve_with(&[], None).unwrap().handler_timeout,
+        Duration::from_secs(300)
+    );
+    let file = "[server]\nhandler_timeout = \"90s\"\n";
+    let s = resolve_with(&[], Some(file)).unwrap();
+    assert_eq!(s.handler_timeout, Duration::from_secs(90));
+    let s = resolve_with(&["--handler-timeout", "2m"], Some(file)).unwrap();
+    assert_eq!(s.handler_timeout, Duration::from_secs(120));
+    let err = resolve_with(&["--handler-timeout", "0s"], None).unwrap_err();
+    assert!(
+        err.contains("--handler-timeout: must be more than zero"),
+        "{err}"
+    );
+    let err = resolve_with(&[], Some("[server]\nhandler_timeout = 0\n")).unwrap_err();
+    assert!(
+        err.contains("server.handler_timeout: must be more than zero"),
+        "{err}"
+    );
+}
+
+#[test]
 fn connection_limits_come_from_the_flags_over_the_file_over_the_defaults() {
     let s = resolve_with(&[], None).unwrap();
     let defaults = HttpConfig::default();

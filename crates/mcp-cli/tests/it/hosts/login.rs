@@ -319,7 +319,10 @@ fn login_then_the_verbs_refresh_step_up_and_logout() {
         &[],
     ));
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
-    assert!(stdout.contains("grant         client_credentials"), "{stdout}");
+    assert!(
+        stdout.contains("grant         client_credentials"),
+        "{stdout}"
+    );
     assert!(!stdout.contains("mcp-client-secret") && !stderr.contains("mcp-client-secret"));
     let machine = kept(&credentials, &resource);
     assert_eq!(machine["grant"], "client_credentials");

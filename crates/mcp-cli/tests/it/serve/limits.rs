@@ -176,3 +176,42 @@ fn a_call_that_waits_too_long_for_a_connection_is_refused_as_busy() {
         "{result}"
     );
 }
+
+/// `--handler-timeout` stops a call that runs past it, whatever it is waiting for: the client gets
+/// a tool error that says so, the statement is interrupted on the engine (the one read connection
+/// is free again at once), and the next call is served.
+#[test]
+fn a_call_past_the_handler_deadline_is_stopped_and_the_next_is_served() {
+    let scratch = TempDir::new();
+    let db = scratch.join("t.db");
+    sqlite_file(&db, "CREATE TABLE t (a); INSERT INTO t VALUES (1);");
+    let db_arg = format!("sqlite:{}", db.display());
+    let serve = Serve::start(
+        &scratch.join("data"),
+        &[
+            "--db",
+            &db_arg,
+            "--handler-timeout",
+            "300ms",
+            "--query-timeout",
+            "10m",
+            "--read-connections",
+            "1",
+        ],
+    );
+    let (result, took) = query(&serve.url, SLOW);
+    let message = tool_error(&result);
+    assert_eq!(
+        message,
+        "The tool query did not finish within 300 ms and was stopped."
+    );
+    assert!(took < Duration::from_secs(5), "answered after {took:?}");
+    // With one read connection, this waits unless the slow statement was interrupted.
+    let (result, took) = query(&serve.url, "select a from t");
+    assert_eq!(
+        result["structuredContent"]["rows"],
+        json!([[1]]),
+        "{result}"
+    );
+    assert!(took < Duration::from_secs(2), "answered after {took:?}");
+}
