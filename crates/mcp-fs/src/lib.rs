@@ -115,3 +115,18 @@ mod watch;
 pub use adapter::{FsAdapter, FsRoot};
 pub use config::{FsError, FsLimits, RootConfig};
 pub use watch::FsWatcher;
+
+/// For the fuzz targets (`fuzz/` at the repository root), not part of the API.
+#[doc(hidden)]
+pub mod __fuzz {
+    /// The names a `file://` URI names below the root whose URI is `root_uri`, and whether it
+    /// ended in `/`; `None` when the strict parser refuses it.
+    pub fn parse_relative(root_uri: &str, uri: &str) -> Option<(Vec<String>, bool)> {
+        crate::uri::parse_relative(root_uri, uri).map(|r| (r.segments, r.trailing_slash))
+    }
+
+    /// The canonical URI of an absolute, normalised path (`dir` adds the trailing `/`).
+    pub fn path_uri(path: &std::path::Path, dir: bool) -> Option<String> {
+        crate::uri::path_uri(path, dir)
+    }
+}

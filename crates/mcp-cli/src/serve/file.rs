@@ -105,6 +105,10 @@ pub(crate) struct HttpSection {
     pub max_connections: Option<usize>,
     /// The most concurrent streams on one HTTP/2 connection.
     pub h2_max_streams: Option<u32>,
+    /// The largest request header section, in bytes.
+    pub max_header_bytes: Option<usize>,
+    /// The most connections open at once from one client address.
+    pub max_connections_per_address: Option<usize>,
     /// The most bytes large responses may hold at once.
     pub response_memory: Option<usize>,
     /// `sessions` or `stateless`: how handshake-era clients are served.

@@ -113,6 +113,17 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "N")]
     h2_max_streams: Option<u32>,
 
+    /// The largest request header section in bytes, HTTP/1.1 and HTTP/2 alike (431 beyond it)
+    /// [default: 65536].
+    #[arg(long, value_name = "BYTES", value_parser = whole_number)]
+    max_header_bytes: Option<usize>,
+
+    /// The most connections open at once from one client IP address (beyond it a connection is
+    /// closed on arrival and counted); clients behind one NAT share an address [default: no
+    /// limit but --max-connections].
+    #[arg(long, value_name = "N")]
+    max_connections_per_address: Option<usize>,
+
     /// How long a tool call (or a resource read, a prompt) may run before it is stopped and
     /// answered with an error saying so: seconds, or with a unit (30s, 5m) [default: 5m].
     #[arg(long, value_name = "DURATION", value_parser = flags::duration)]
@@ -251,6 +262,8 @@ fn http_config(settings: &Settings) -> HttpConfig {
         edited.write_timeout = settings.write_timeout;
         edited.max_connections = settings.max_connections.unwrap_or(edited.max_connections);
         edited.h2_max_concurrent_streams = settings.h2_max_streams;
+        edited.max_header_bytes = settings.max_header_bytes;
+        edited.max_connections_per_address = settings.max_connections_per_address;
         edited.response_memory = settings.response_memory;
         edited.legacy = match settings.legacy_http {
             file::LegacyHttpSetting::Sessions => LegacyMode::Sessions,

@@ -69,6 +69,13 @@ pub use tls::{ServerTls, TlsError};
 
 use body::Event;
 
+/// For the fuzz targets (`fuzz/` at the repository root), not part of the API: the HTTP/1.1
+/// request reader over bytes in memory.
+#[doc(hidden)]
+pub mod __fuzz {
+    pub use super::h1::fuzz::{End, Read, read_requests};
+}
+
 /// The error type HTTP bodies are boxed into.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -118,6 +125,14 @@ pub struct HttpConfig {
     pub max_connections: usize,
     /// The most streams an HTTP/2 client may open at once on one connection. Used by [`serve`].
     pub h2_max_concurrent_streams: u32,
+    /// The largest request header section, in bytes: the HTTP/1.1 request head (answered with
+    /// 431 beyond it) and the HTTP/2 header list (`SETTINGS_MAX_HEADER_LIST_SIZE`). The default,
+    /// 64 KiB, leaves room for long `Mcp-Param-*` values and bearer tokens. Used by [`serve`].
+    pub max_header_bytes: usize,
+    /// The most connections open at once from one client IP address; `None` (the default): no
+    /// limit but [`max_connections`](Self::max_connections). One address cannot then take every
+    /// connection; mind that clients behind one NAT or proxy share an address. Used by [`serve`].
+    pub max_connections_per_address: Option<usize>,
     /// Where to answer `GET` with the server's metrics ([`Server::metrics`]) in the Prometheus
     /// text format, behind the same Host/Origin policy; `None` (the default) serves none. It must
     /// differ from [`path`](Self::path). To serve them on another address, use [`MetricsService`].
@@ -146,6 +161,8 @@ impl Default for HttpConfig {
             response_memory: 64 * 1024 * 1024,
             max_connections: serve::default_max_connections(),
             h2_max_concurrent_streams: 100,
+            max_header_bytes: 64 * 1024,
+            max_connections_per_address: None,
             metrics_path: None,
             legacy: LegacyMode::Sessions,
             max_sessions: 10_000,

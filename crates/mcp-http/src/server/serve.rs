@@ -4,6 +4,7 @@
 //! handshake runs in the connection's task, and ALPN picks the protocol.
 
 use std::future::Future;
+use std::net::IpAddr;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -237,7 +238,9 @@ fn listener_setup(service: &McpService) -> (Limits, Arc<ConnectionStats>, mcp_se
         write: config.write_timeout,
         response_memory: config.response_memory as u64,
         max_connections: config.max_connections,
+        per_address: config.max_connections_per_address,
         h2_streams: config.h2_max_concurrent_streams,
+        max_header: config.max_header_bytes,
     };
     let server = service.server().clone();
     let stats = server
@@ -293,7 +296,9 @@ pub async fn serve_metrics(
         write: defaults.write_timeout,
         response_memory: defaults.response_memory as u64,
         max_connections: METRICS_MAX_CONNECTIONS,
+        per_address: None,
         h2_streams: defaults.h2_max_concurrent_streams,
+        max_header: defaults.max_header_bytes,
     };
     let handler = move |req: Request<RequestBody>| std::future::ready(service.handle(&req));
     // The metrics listener's own connections are not the MCP listener's to count.
@@ -328,7 +333,11 @@ struct Limits {
     write: Duration,
     response_memory: u64,
     max_connections: usize,
+    /// The most connections from one IP address; `None`: no such limit.
+    per_address: Option<usize>,
     h2_streams: u32,
+    /// The largest request header section (h1 head, h2 header list).
+    max_header: usize,
 }
 
 /// The default of [`HttpConfig::max_connections`](super::HttpConfig::max_connections): the limit
@@ -350,16 +359,50 @@ fn open_files_limit() -> Option<usize> {
     soft.parse().ok()
 }
 
-/// A connection being served: counted in the listener's cap and the metrics until dropped.
+/// A connection being served: counted in the listener's cap (and its address's, when there is
+/// one) and the metrics until dropped.
 struct Open {
     count: Arc<AtomicUsize>,
     stats: Arc<ConnectionStats>,
+    address: Option<(Arc<PerAddress>, IpAddr)>,
 }
 
 impl Drop for Open {
     fn drop(&mut self) {
         self.count.fetch_sub(1, Ordering::Relaxed);
         self.stats.ended();
+        if let Some((counts, ip)) = &self.address {
+            counts.release(*ip);
+        }
+    }
+}
+
+/// Open connections per client IP address, kept only when there is a limit per address.
+#[derive(Default)]
+struct PerAddress {
+    open: std::sync::Mutex<std::collections::HashMap<IpAddr, usize>>,
+}
+
+impl PerAddress {
+    /// Counts one more connection from `ip` unless it has `limit` open already.
+    fn take(&self, ip: IpAddr, limit: usize) -> bool {
+        let mut open = self.open.lock().expect("per-address lock");
+        let count = open.entry(ip).or_default();
+        if *count >= limit {
+            return false;
+        }
+        *count += 1;
+        true
+    }
+
+    fn release(&self, ip: IpAddr) {
+        let mut open = self.open.lock().expect("per-address lock");
+        if let Some(count) = open.get_mut(&ip) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&ip);
+            }
+        }
     }
 }
 
@@ -389,6 +432,7 @@ where
         idle_timeout: limits.idle,
         write_timeout: limits.write,
         response_memory: limits.response_memory,
+        max_head: limits.max_header,
     };
     let h2_settings = h2::Settings {
         idle_timeout: limits.idle,
@@ -397,6 +441,8 @@ where
     };
     let mut http2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
     http2.max_concurrent_streams(limits.h2_streams);
+    http2.max_header_list_size(u32::try_from(limits.max_header).unwrap_or(u32::MAX));
+    let per_address = limits.per_address.map(|_| Arc::new(PerAddress::default()));
     // On shutdown every connection is asked to finish what it serves and close; those still open
     // when the drain time is over are dropped, which closes them and cancels their requests
     // (without this they would run on after this function returned).
@@ -446,11 +492,33 @@ where
             );
             continue;
         }
+        // One address may not hold more than its share (an IPv4 client seen on an IPv6 socket
+        // counts as its IPv4 address).
+        let address = match (&per_address, limits.per_address) {
+            (Some(counts), Some(limit)) => {
+                let ip = peer.ip().to_canonical();
+                if !counts.take(ip, limit) {
+                    drop(stream);
+                    stats.refused_per_address();
+                    static WARN: Throttle = Throttle::new();
+                    throttled_warn!(
+                        WARN,
+                        %ip,
+                        limit,
+                        "refused a connection: its address has the most connections allowed open"
+                    );
+                    continue;
+                }
+                Some((counts.clone(), ip))
+            }
+            _ => None,
+        };
         open.fetch_add(1, Ordering::Relaxed);
         stats.opened();
         let guard = Open {
             count: open.clone(),
             stats: stats.clone(),
+            address,
         };
         // Small JSON-RPC messages must not wait for Nagle's algorithm.
         if let Err(e) = stream.set_nodelay(true) {

@@ -51,6 +51,7 @@ impl CloseReason {
 /// | `mcp_http_connections_open` | gauge | |
 /// | `mcp_http_connections_total` | counter | |
 /// | `mcp_http_connections_refused_total` | counter | |
+/// | `mcp_http_connections_refused_per_address_total` | counter | |
 /// | `mcp_http_connections_closed_total` | counter | `reason` (`idle`, `read_timeout`, `write_timeout`) |
 /// | `mcp_http_accept_errors_total` | counter | |
 /// | `mcp_http_response_bytes_held` | gauge | |
@@ -60,6 +61,7 @@ pub struct ConnectionStats {
     open: AtomicI64,
     accepted: AtomicU64,
     refused: AtomicU64,
+    refused_per_address: AtomicU64,
     closed: [AtomicU64; CloseReason::ALL.len()],
     accept_errors: AtomicU64,
     held: AtomicU64,
@@ -82,6 +84,12 @@ impl ConnectionStats {
     /// were open.
     pub fn refused(&self) {
         self.refused.fetch_add(1, Relaxed);
+    }
+
+    /// A connection was closed as soon as it was accepted, because its client address had the
+    /// most connections allowed per address open.
+    pub fn refused_per_address(&self) {
+        self.refused_per_address.fetch_add(1, Relaxed);
     }
 
     /// The server closed a connection for `reason`.
@@ -126,6 +134,11 @@ impl ConnectionStats {
         self.refused.load(Relaxed)
     }
 
+    /// Connections refused at the per-address cap so far.
+    pub fn refused_per_address_count(&self) -> u64 {
+        self.refused_per_address.load(Relaxed)
+    }
+
     /// Bytes of large responses held now.
     pub fn response_bytes_held(&self) -> u64 {
         self.held.load(Relaxed)
@@ -154,6 +167,12 @@ impl ConnectionStats {
             "counter",
             "HTTP connections closed on arrival because the most allowed were open.",
             &self.refused.load(Relaxed),
+        );
+        one(
+            "mcp_http_connections_refused_per_address_total",
+            "counter",
+            "HTTP connections closed on arrival because their address had the most allowed open.",
+            &self.refused_per_address.load(Relaxed),
         );
         one(
             "mcp_http_accept_errors_total",

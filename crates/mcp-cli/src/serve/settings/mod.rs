@@ -33,6 +33,8 @@ const DEFAULT_NAME: &str = "mcp-rs";
 const DEFAULT_PATH: &str = "/mcp";
 const DEFAULT_MAX_MESSAGE: usize = 4 * 1024 * 1024;
 const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// The smallest header size limit: a request's standard headers and a modest token fit.
+const MIN_HEADER_BYTES: usize = 4096;
 /// How long a handler may run by default: well past any query timeout, short enough that a stuck
 /// call does not hold a client for good.
 const DEFAULT_HANDLER_TIMEOUT: Duration = Duration::from_secs(300);
@@ -59,6 +61,10 @@ pub(crate) struct Settings {
     pub max_connections: Option<usize>,
     /// The most concurrent streams on one HTTP/2 connection.
     pub h2_max_streams: u32,
+    /// The largest request header section, in bytes.
+    pub max_header_bytes: usize,
+    /// The most connections open at once from one client address; `None`: no such limit.
+    pub max_connections_per_address: Option<usize>,
     /// The most bytes large responses may hold at once while clients read them.
     pub response_memory: usize,
     /// HTTPS: the certificate and key files, when served.
@@ -241,6 +247,19 @@ pub(crate) fn resolve(
         (Some(n), _) => check_min(n, 1, "--h2-max-streams")?,
         (None, Some(n)) => check_min(n, 1, "http.h2_max_streams")?,
         (None, None) => http_defaults.h2_max_concurrent_streams,
+    };
+    let max_header_bytes = match (args.max_header_bytes, file.http.max_header_bytes) {
+        (Some(n), _) => check_min(n, MIN_HEADER_BYTES, "--max-header-bytes")?,
+        (None, Some(n)) => check_min(n, MIN_HEADER_BYTES, "http.max_header_bytes")?,
+        (None, None) => http_defaults.max_header_bytes,
+    };
+    let max_connections_per_address = match (
+        args.max_connections_per_address,
+        file.http.max_connections_per_address,
+    ) {
+        (Some(n), _) => Some(check_min(n, 1, "--max-connections-per-address")?),
+        (None, Some(n)) => Some(check_min(n, 1, "http.max_connections_per_address")?),
+        (None, None) => None,
     };
     let response_memory = match (args.response_memory, file.http.response_memory) {
         (Some(n), _) => check_min(n, MIN_RESPONSE_MEMORY, "--response-memory")?,
@@ -591,6 +610,8 @@ pub(crate) fn resolve(
         write_timeout,
         max_connections,
         h2_max_streams,
+        max_header_bytes,
+        max_connections_per_address,
         response_memory,
         tls,
         eras,

@@ -133,6 +133,45 @@ fn the_handler_deadline_comes_from_the_flag_over_the_file_over_five_minutes() {
 }
 
 #[test]
+fn header_and_per_address_limits_come_from_the_flags_over_the_file() {
+    let s = resolve_with(&[], None).unwrap();
+    assert_eq!(
+        (s.max_header_bytes, s.max_connections_per_address),
+        (64 * 1024, None)
+    );
+    let file = "[http]\nmax_header_bytes = 16384\nmax_connections_per_address = 20\n";
+    let s = resolve_with(&[], Some(file)).unwrap();
+    assert_eq!(
+        (s.max_header_bytes, s.max_connections_per_address),
+        (16384, Some(20))
+    );
+    let s = resolve_with(
+        &[
+            "--max-header-bytes",
+            "8192",
+            "--max-connections-per-address",
+            "4",
+        ],
+        Some(file),
+    )
+    .unwrap();
+    assert_eq!(
+        (s.max_header_bytes, s.max_connections_per_address),
+        (8192, Some(4))
+    );
+    let err = resolve_with(&["--max-header-bytes", "100"], None).unwrap_err();
+    assert!(
+        err.contains("--max-header-bytes: must be at least 4096"),
+        "{err}"
+    );
+    let err = resolve_with(&[], Some("[http]\nmax_connections_per_address = 0\n")).unwrap_err();
+    assert!(
+        err.contains("http.max_connections_per_address: must be at least 1"),
+        "{err}"
+    );
+}
+
+#[test]
 fn connection_limits_come_from_the_flags_over_the_file_over_the_defaults() {
     let s = resolve_with(&[], None).unwrap();
     let defaults = HttpConfig::default();

@@ -49,6 +49,8 @@ use super::stop::Stop;
 use super::timer::Deadline;
 use super::{BoxError, McpBody};
 
+#[doc(hidden)]
+pub mod fuzz;
 mod request;
 use request::Head;
 mod response;
@@ -114,6 +116,8 @@ pub(crate) struct Settings {
     pub(crate) write_timeout: Duration,
     /// The most bytes large responses may hold across the listener (see [`super::memory`]).
     pub(crate) response_memory: u64,
+    /// The largest request head (request line and header fields) read; 431 beyond it.
+    pub(crate) max_head: usize,
 }
 
 /// What writing a response needs besides the socket: the connection's timer, its limits and the

@@ -14,8 +14,6 @@ use super::super::io::Conn;
 pub(super) use super::super::io::READ_CHUNK;
 use super::{Fail, RequestBody, Settings};
 
-/// The largest request head: request line and header fields.
-const MAX_HEAD: usize = 64 * 1024;
 /// The most header fields a request may carry.
 const MAX_HEADERS: usize = 100;
 /// The longest chunk-size line (with extensions) or trailer section of a chunked body.
@@ -47,7 +45,7 @@ pub(super) async fn read(
     buf: &mut BytesMut,
     settings: Settings,
 ) -> Result<Option<(Head, RequestBody, bool)>, Fail> {
-    let Some(head) = read_head(io, buf, settings.head_timeout).await? else {
+    let Some(head) = read_head(io, buf, settings.head_timeout, settings.max_head).await? else {
         return Ok(None);
     };
     // A body that came whole with its head (the usual case) sets no timer; one still arriving
@@ -75,6 +73,7 @@ async fn read_head(
     io: &mut impl Conn,
     buf: &mut BytesMut,
     timeout: Duration,
+    max_head: usize,
 ) -> Result<Option<Head>, Fail> {
     let mut deadline: Option<Instant> = None;
     loop {
@@ -82,10 +81,10 @@ async fn read_head(
             if let Some(head) = parse_head(buf)? {
                 return Ok(Some(head));
             }
-            if buf.len() >= MAX_HEAD {
+            if buf.len() >= max_head {
                 return Err(Fail::Refuse(
                     StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-                    "the request head exceeds 64 KiB",
+                    "the request head exceeds the server's header size limit",
                 ));
             }
         }

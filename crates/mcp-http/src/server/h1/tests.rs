@@ -19,6 +19,7 @@ const SETTINGS: Settings = Settings {
     idle_timeout: Duration::from_secs(60),
     write_timeout: Duration::from_secs(5),
     response_memory: 64 * 1024 * 1024,
+    max_head: 64 * 1024,
 };
 /// The body `/huge` answers with: more than the loopback socket buffers of both ends hold.
 const BIG: usize = 32 * 1024 * 1024;

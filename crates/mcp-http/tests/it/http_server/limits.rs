@@ -1,7 +1,8 @@
 //! The limits on connections: the idle timeout on both protocols (and not while a stream is
-//! open; also for an HTTP/2 client that answers nothing), the cap on open connections, the write
-//! timeout for clients that stop reading, the memory of large responses, and HTTP/2's concurrent
-//! streams.
+//! open; also for an HTTP/2 client that answers nothing), the cap on open connections and the cap
+//! per client address, the write timeout for clients that stop reading, the memory of large
+//! responses, HTTP/2's concurrent streams, and the size of a request's header section on both
+//! protocols.
 
 use std::time::Duration;
 
@@ -227,4 +228,63 @@ async fn the_h2_concurrent_stream_limit_is_a_setting() {
     running.await.expect("the first stream").tool_text(json!(1));
     let reply = within("the second stream", waiting).await.expect("joins");
     assert_eq!(reply.tool_text(json!(2)), "after");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_address_is_held_to_its_cap_and_others_are_served() {
+    let srv = TestServer::start_with(
+        full_server,
+        config(|c| c.max_connections_per_address = Some(2)),
+    )
+    .await;
+    let here: std::net::IpAddr = [127, 0, 0, 1].into();
+    let there: std::net::IpAddr = [127, 0, 0, 2].into();
+    let mut first = Client::h1_from(srv.addr, here).await;
+    let mut second = Client::h1_from(srv.addr, here).await;
+    first.send(&echo(1, "a")).await.tool_text(json!(1));
+    second.send(&echo(2, "b")).await.tool_text(json!(2));
+    // A third from the same address is accepted and closed without a byte.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(std::net::SocketAddr::new(here, 0)).unwrap();
+    let mut third = socket.connect(srv.addr).await.expect("connect");
+    let mut buf = [0u8; 16];
+    let read = within("the refused connection closing", third.read(&mut buf)).await;
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    // Another address is served meanwhile.
+    let mut other = Client::h1_from(srv.addr, there).await;
+    other.send(&echo(3, "c")).await.tool_text(json!(3));
+    // When one of the first two goes, its address gets a connection again.
+    drop(first);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut again = Client::h1_from(srv.addr, here).await;
+    again.send(&echo(4, "d")).await.tool_text(json!(4));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_header_section_over_the_limit_is_431_on_both_protocols() {
+    let srv = TestServer::start_with(full_server, config(|c| c.max_header_bytes = 4096)).await;
+    for h2 in [false, true] {
+        let mut client = if h2 {
+            Client::h2(srv.addr).await
+        } else {
+            Client::h1(srv.addr).await
+        };
+        // A header within the limit is served.
+        let fits = echo(1, "a").header("x-note", &"n".repeat(1024));
+        client.send(&fits).await.tool_text(json!(1));
+        let over = echo(2, "b").header("x-note", &"n".repeat(8192));
+        let response = client.open(&over).await;
+        assert_eq!(
+            response.status(),
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "h2: {h2}"
+        );
+        // The server serves the next request (HTTP/1.1 on a new connection: it closed that one).
+        let mut next = if h2 {
+            Client::h2(srv.addr).await
+        } else {
+            Client::h1(srv.addr).await
+        };
+        next.send(&echo(3, "c")).await.tool_text(json!(3));
+    }
 }

@@ -241,6 +241,26 @@ impl Client {
         }
     }
 
+    /// An HTTP/1.1 connection from the local address `from` (another loopback address, to be
+    /// another client as far as the server can tell).
+    pub async fn h1_from(addr: SocketAddr, from: std::net::IpAddr) -> Self {
+        let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+        socket
+            .bind(SocketAddr::new(from, 0))
+            .expect("bind the local address");
+        let stream = within("connecting", socket.connect(addr))
+            .await
+            .expect("connect");
+        let (sender, conn) = http1::handshake(TokioIo::new(stream))
+            .await
+            .expect("HTTP/1.1 handshake");
+        Client {
+            authority: addr.to_string(),
+            sender: Sender::H1(sender),
+            closed: drive(conn),
+        }
+    }
+
     /// An HTTP/2 connection over cleartext with prior knowledge (h2c).
     pub async fn h2(addr: SocketAddr) -> Self {
         let stream = within("connecting", TcpStream::connect(addr))
