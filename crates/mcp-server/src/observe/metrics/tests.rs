@@ -269,6 +269,7 @@ fn fresh_metrics_render_valid_text_with_the_fixed_series() {
             "mcp_http_accept_errors_total",
             "mcp_http_connections_closed_total",
             "mcp_http_connections_open",
+            "mcp_http_connections_refused_per_address_total",
             "mcp_http_connections_refused_total",
             "mcp_http_connections_total",
             "mcp_http_rejections_total",
