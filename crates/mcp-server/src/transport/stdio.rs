@@ -67,7 +67,9 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (tx, rx) = mpsc::channel::<Vec<u8>>(config.out_queue.max(1));
-    let writer_task = tokio::spawn(write_loop(writer, rx));
+    // Fired when stdout fails: the client closed its end and can read nothing more.
+    let gone = CancellationToken::new();
+    let writer_task = tokio::spawn(write_loop(writer, rx, gone.clone()));
     let conn = Connection {
         server: server.clone(),
         out: tx,
@@ -78,7 +80,17 @@ where
         session: Mutex::new(None),
     };
 
-    let read_result = read_loop(&conn, reader, config.max_line).await;
+    let read_result = tokio::select! {
+        read = read_loop(&conn, reader, config.max_line) => read,
+        // Nobody reads the answers any more: stop reading requests, and cancel those in flight.
+        () = gone.cancelled() => {
+            tracing::info!("stdout is closed: the client has gone; stopping");
+            for token in conn.in_flight.lock().expect("in-flight lock").values() {
+                token.cancel();
+            }
+            Ok(())
+        }
+    };
 
     // End of input: listen streams end gracefully, requests in flight finish, then the writer drains.
     conn.close.cancel();
@@ -88,9 +100,15 @@ where
     conn.tracker.close();
     conn.tracker.wait().await;
     drop(conn);
-    let write_result = writer_task
-        .await
-        .unwrap_or_else(|e| Err(std::io::Error::other(e)));
+    let write_result = match writer_task.await {
+        Ok(result) => result,
+        Err(e) => Err(std::io::Error::other(e)),
+    };
+    // A client that closes its end of stdout has left, which is how a stdio session may end.
+    let write_result = match write_result {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    };
     read_result.and(write_result)
 }
 
@@ -106,7 +124,21 @@ struct Connection {
     session: Mutex<Option<LegacySession>>,
 }
 
+/// Writes the queued messages, one per line; a write that fails (the client closed stdout) ends
+/// it and fires `gone`.
 async fn write_loop<W: AsyncWrite + Unpin>(
+    writer: W,
+    rx: mpsc::Receiver<Vec<u8>>,
+    gone: CancellationToken,
+) -> std::io::Result<()> {
+    let result = write_all(writer, rx).await;
+    if result.is_err() {
+        gone.cancel();
+    }
+    result
+}
+
+async fn write_all<W: AsyncWrite + Unpin>(
     writer: W,
     mut rx: mpsc::Receiver<Vec<u8>>,
 ) -> std::io::Result<()> {

@@ -6,6 +6,7 @@ mod approvals;
 mod config;
 mod connections;
 mod eras;
+mod faults;
 mod files;
 mod host_policy;
 mod https;
