@@ -7,6 +7,7 @@
 
 mod era;
 mod http;
+mod soak;
 mod stats;
 mod stdio;
 mod workload;
@@ -44,9 +45,10 @@ pub(crate) struct BenchArgs {
     /// stdio: requests kept in flight.
     #[arg(long, default_value_t = 32)]
     in_flight: usize,
-    /// How long to measure, after the warm-up (e.g. 10s, 500ms, 1m).
-    #[arg(long, short = 'd', default_value = "10s", value_parser = crate::flags::duration)]
-    duration: Duration,
+    /// How long to measure, after the warm-up (e.g. 10s, 500ms, 1m) [default: 10s, or 10m with
+    /// --soak].
+    #[arg(long, short = 'd', value_parser = crate::flags::duration)]
+    duration: Option<Duration>,
     /// Stop after this many measured requests instead of after --duration.
     #[arg(long, short = 'n')]
     requests: Option<u64>,
@@ -87,6 +89,25 @@ pub(crate) struct BenchArgs {
     /// HTTP connection (or on the stdio process) and loads the session it opens.
     #[arg(long, value_enum, value_name = "ERA", default_value_t = EraArg::Auto)]
     era: EraArg,
+    /// Soak the server instead of measuring it (HTTP, 2026-07-28): the workload on --connections
+    /// keep-alive connections, with listen streams opened and dropped and calls abandoned
+    /// mid-way beside it, while the server's memory, file descriptors (--pid) and live tasks
+    /// (--metrics) are sampled; it fails unless they stay flat after the warm-up.
+    #[arg(long, requires = "url", conflicts_with_all = ["requests", "stdio"])]
+    soak: bool,
+    /// With --soak: the server's process id, to sample its memory and open descriptors.
+    #[arg(long, value_name = "PID", requires = "soak")]
+    pid: Option<u32>,
+    /// With --soak: the server's metrics URL, to sample its live tasks (mcp_runtime_tasks_alive).
+    #[arg(long, value_name = "URL", requires = "soak")]
+    metrics: Option<String>,
+    /// With --soak: how often to sample.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = crate::flags::duration)]
+    sample_every: Duration,
+    /// With --soak: write every sample to this CSV file (seconds, rss_kib, fds, tasks, answered,
+    /// failed).
+    #[arg(long, value_name = "FILE", requires = "soak")]
+    samples: Option<std::path::PathBuf>,
 }
 
 /// The run's schedule, shared by every worker.
@@ -249,11 +270,26 @@ fn progress(clock: Arc<Clock>, total: Duration, hidden: bool) -> ProgressBar {
 /// Runs the benchmark and returns the exit status: 0 when every measured request got the
 /// expected answer (or the failures stayed within `--max-errors`), else that of the most frequent
 /// error class (1 `isError`, 2 a protocol error, 3 a transport error), and 4 for a usage error.
+/// How long to measure: as given, else 10 s (10 min for a soak).
+fn duration(args: &BenchArgs) -> Duration {
+    args.duration.unwrap_or(if args.soak {
+        Duration::from_secs(600)
+    } else {
+        Duration::from_secs(10)
+    })
+}
+
 pub(crate) async fn run(args: BenchArgs) -> u8 {
     // Checked before anything is started; built again once the era is known.
-    if let Err(e) = workload(&args, false) {
-        eprintln!("error: {e:#}");
-        return crate::client::EXIT_USAGE;
+    let checked = match workload(&args, false) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return crate::client::EXIT_USAGE;
+        }
+    };
+    if args.soak {
+        return soak(&args, checked).await;
     }
     match measure(&args).await {
         Ok(report) => {
@@ -281,6 +317,53 @@ pub(crate) async fn run(args: BenchArgs) -> u8 {
         Err(Setup::Protocol(e)) => {
             eprintln!("error: {e:#}");
             crate::client::EXIT_PROTOCOL
+        }
+    }
+}
+
+/// `--soak`: the report, and a status that fails unless the resources stayed flat.
+async fn soak(args: &BenchArgs, workload: workload::Workload) -> u8 {
+    let headers = args
+        .headers
+        .iter()
+        .map(|h| {
+            let (k, v) = h.split_once(':').context("--header wants `Name: value`")?;
+            Ok((k.trim().parse()?, v.trim().parse()?))
+        })
+        .collect::<anyhow::Result<Vec<_>>>();
+    let headers = match headers {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return crate::client::EXIT_USAGE;
+        }
+    };
+    let plan = soak::Plan {
+        url: args.url.clone().unwrap_or_default(),
+        connections: args.connections,
+        warmup: args.warmup.max(duration(args) / 5),
+        duration: duration(args),
+        every: args.sample_every.max(Duration::from_millis(100)),
+        pid: args.pid,
+        metrics: args.metrics.clone(),
+        samples: args.samples.clone(),
+        headers,
+    };
+    match soak::run(plan, Arc::new(workload)).await {
+        Ok(outcome) => {
+            if args.json {
+                match serde_json::to_string_pretty(&outcome) {
+                    Ok(text) => println!("{text}"),
+                    Err(e) => eprintln!("error: {e}"),
+                }
+            } else {
+                outcome.print_human();
+            }
+            if outcome.passed { 0 } else { 1 }
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            crate::client::EXIT_TRANSPORT
         }
     }
 }
@@ -381,10 +464,10 @@ async fn measure(args: &BenchArgs) -> Result<Report, Setup> {
             sessions.resize_with(connections, || (target.modern(), None));
         }
         let workload = workload_for(legacy)?;
-        let clock = Arc::new(Clock::new(args.warmup, args.duration, args.requests));
+        let clock = Arc::new(Clock::new(args.warmup, duration(args), args.requests));
         let bar = progress(
             clock.clone(),
-            args.warmup + args.duration,
+            args.warmup + duration(args),
             args.requests.is_some() || args.json,
         );
         let workers: Vec<_> = sessions
@@ -426,10 +509,10 @@ async fn measure(args: &BenchArgs) -> Result<Report, Setup> {
             Protocol::modern()
         };
         let workload = workload_for(protocol.legacy)?;
-        let clock = Arc::new(Clock::new(args.warmup, args.duration, args.requests));
+        let clock = Arc::new(Clock::new(args.warmup, duration(args), args.requests));
         let bar = progress(
             clock.clone(),
-            args.warmup + args.duration,
+            args.warmup + duration(args),
             args.requests.is_some() || args.json,
         );
         let stats = server

@@ -529,3 +529,66 @@ fn a_modern_only_server_refuses_the_legacy_handshake() {
     );
     assert!(run.stdout.is_empty(), "{}", run.stdout);
 }
+
+/// A short soak of `mcp serve`: the mixed load, listen streams and abandoned calls run, the
+/// server's memory, descriptors and tasks are sampled (to the CSV file too), and they stay flat.
+#[test]
+fn a_short_soak_of_mcp_serve_samples_its_resources_and_passes() {
+    let scratch = TempDir::new();
+    let serve = Serve::start(&scratch.join("data"), &["--metrics-addr", "127.0.0.1:0"]);
+    let metrics = serve.metrics_url().expect("the metrics address is logged");
+    let csv = scratch.join("samples.csv");
+    let pid = serve.pid().to_string();
+    let run = mcp(
+        &[
+            "bench",
+            "--soak",
+            "--url",
+            &serve.url,
+            "--mix",
+            "call=4,list=1",
+            "--call",
+            "query",
+            "--args",
+            r#"{"sql": "select count(*) from orders"}"#,
+            "-c",
+            "4",
+            "-d",
+            "4s",
+            "--sample-every",
+            "250ms",
+            "--pid",
+            &pid,
+            "--metrics",
+            &metrics,
+            "--samples",
+            csv.to_str().unwrap(),
+            "--json",
+        ],
+        "",
+    );
+    run.expect_code(0);
+    let report = run.json();
+    assert_eq!(report["passed"], true, "{report}");
+    assert!(report["answered"].as_u64().unwrap() > 0, "{report}");
+    assert_eq!(report["failed"], 0, "{report}");
+    assert!(report["listen_streams"].as_u64().unwrap() > 0, "{report}");
+    assert!(report["abandoned_calls"].as_u64().unwrap() > 0, "{report}");
+    let resources: Vec<&str> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["resource"].as_str().unwrap())
+        .collect();
+    assert_eq!(resources, ["rss_kib", "fds", "tasks"]);
+    let written = std::fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = written.lines().collect();
+    assert_eq!(lines[0], "seconds,rss_kib,fds,tasks,answered,failed");
+    assert!(lines.len() > 10, "{written}");
+    assert!(
+        lines[1..]
+            .iter()
+            .all(|l| l.split(',').filter(|f| !f.is_empty()).count() == 6),
+        "{written}"
+    );
+}

@@ -113,6 +113,7 @@ const NOTIFICATIONS: [NotificationKind; 2] = [NotificationKind::Cancelled, Notif
 /// | `mcp_http_rejections_total` | counter | `status` |
 /// | `mcp_notifications_total` | counter | `method` |
 /// | `mcp_requests_in_flight` | gauge | |
+/// | `mcp_runtime_tasks_alive` | gauge | |
 /// | `mcp_listen_streams_open` | gauge | |
 /// | `mcp_listen_streams_total` | counter | |
 ///
@@ -645,6 +646,22 @@ impl Metrics {
             "MCP requests being served now.",
         );
         let _ = writeln!(out, "mcp_requests_in_flight {}", r.in_flight());
+
+        // The tasks alive on the runtime that renders the metrics (the server's, when it serves
+        // them): a count that keeps growing under steady load is a leak.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            family(
+                out,
+                "mcp_runtime_tasks_alive",
+                "gauge",
+                "Tasks alive on the server's Tokio runtime.",
+            );
+            let _ = writeln!(
+                out,
+                "mcp_runtime_tasks_alive {}",
+                runtime.metrics().num_alive_tasks()
+            );
+        }
 
         family(
             out,
