@@ -152,7 +152,10 @@ fn sigterm_answers_every_request_in_flight_and_refuses_new_connections() {
         if text.lines().any(|l| l == "mcp_requests_in_flight 8") {
             break;
         }
-        assert!(Instant::now() < deadline, "the calls never all started:\n{text}");
+        assert!(
+            Instant::now() < deadline,
+            "the calls never all started:\n{text}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let status = serve.stop().expect("the server stops on SIGTERM");

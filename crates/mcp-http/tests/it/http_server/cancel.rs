@@ -278,12 +278,18 @@ async fn ten_thousand_clients_leaving_mid_sse_leave_nothing_behind() {
     let settle = |baseline: usize| async move {
         // The handlers stop within their step time (100 ms) once cancelled.
         for _ in 0..200 {
-            if tokio::runtime::Handle::current().metrics().num_alive_tasks() <= baseline {
+            if tokio::runtime::Handle::current()
+                .metrics()
+                .num_alive_tasks()
+                <= baseline
+            {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        tokio::runtime::Handle::current().metrics().num_alive_tasks()
+        tokio::runtime::Handle::current()
+            .metrics()
+            .num_alive_tasks()
     };
     churn(1_000, 500).await;
     let tasks_before = settle(usize::MAX).await;
