@@ -192,3 +192,79 @@ async fn log_messages_follow_the_requested_level() {
         .await
         .error(StatusCode::BAD_REQUEST, -32602, Some(json!(4)));
 }
+
+/// [`super::fixture::full_server`] with two tools that fail after reporting progress: one with a
+/// tool error, one with a JSON-RPC error.
+fn late_failures(probes: std::sync::Arc<super::fixture::Probes>) -> mcp_server::Server {
+    super::fixture::full_builder(probes)
+        .tool("fails_late", |ctx: mcp_server::RequestContext| async move {
+            ctx.progress(1.0, Some(3.0), Some("one"));
+            ctx.progress(2.0, Some(3.0), Some("two"));
+            Err::<String, _>(mcp_server::HandlerError::failed(
+                "the disk filled up at step 3",
+            ))
+        })
+        .tool(
+            "breaks_late",
+            |ctx: mcp_server::RequestContext| async move {
+                ctx.progress(1.0, None, Some("one"));
+                Err::<String, _>(mcp_server::HandlerError::protocol(
+                    mcp_jsonrpc::ErrorObject::internal_error("the backend went away"),
+                ))
+            },
+        )
+        .build()
+        .expect("builds")
+}
+
+/// A handler that fails after it reported progress: the stream carries the progress and then the
+/// failure as the request's one response (a tool error, or a JSON-RPC error), on both protocols,
+/// and the connection serves the next request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_after_progress_ends_the_stream_with_it() {
+    let srv = TestServer::start_with(late_failures, super::harness::test_config()).await;
+    for h2 in [false, true] {
+        let mut client = if h2 {
+            Client::h2(srv.addr).await
+        } else {
+            Client::h1(srv.addr).await
+        };
+        let call = Post::tool_with_meta(1, "fails_late", json!({}), json!({"progressToken": "p"}));
+        let response = client.open(&call).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let mut stream = SseStream::new(response);
+        let mut messages = Vec::new();
+        while let Some(m) = stream.next().await {
+            messages.push(m);
+        }
+        let steps: Vec<&Value> = messages
+            .iter()
+            .filter(|m| m["method"] == "notifications/progress")
+            .map(|m| &m["params"]["message"])
+            .collect();
+        assert_eq!(steps, [&json!("one"), &json!("two")], "h2: {h2}");
+        let last = messages.last().unwrap();
+        assert_eq!(last["id"], 1);
+        assert_eq!(last["result"]["isError"], true, "{last}");
+        assert_eq!(
+            last["result"]["content"][0]["text"],
+            "the disk filled up at step 3"
+        );
+
+        let call = Post::tool_with_meta(2, "breaks_late", json!({}), json!({"progressToken": "q"}));
+        let mut stream = SseStream::new(client.open(&call).await);
+        let mut messages = Vec::new();
+        while let Some(m) = stream.next().await {
+            messages.push(m);
+        }
+        assert_eq!(messages[0]["method"], "notifications/progress");
+        let last = messages.last().unwrap();
+        assert_eq!(last["id"], 2);
+        assert_eq!(last["error"]["code"], -32603, "{last}");
+
+        let reply = client
+            .send(&Post::tool(3, "echo", json!({"text": "after"})))
+            .await;
+        assert_eq!(reply.tool_text(json!(3)), "after");
+    }
+}
