@@ -109,6 +109,11 @@ pub fn decode(input: &[u8]) -> Result<Message<'_>, DecodeError> {
 /// Decodes the envelope of one JSON-RPC message that is already known to be UTF-8 text.
 pub fn decode_str(input: &str) -> Result<Message<'_>, DecodeError> {
     let env: RawEnvelope<'_> = match serde_json::from_str(input) {
+        // serde's derived decoding of a struct takes an array too, member by member in field
+        // order, which would read `["2.0", 1, "tools/list", {...}]` as a request: refuse any array.
+        Ok(_) if input.trim_start().starts_with('[') => {
+            return Err(DecodeError::invalid(None, NO_BATCHES));
+        }
         Ok(env) => env,
         Err(err) => {
             // Valid JSON of the wrong shape (an array, a number, a duplicated member) is an invalid
@@ -128,9 +133,22 @@ pub fn decode_str(input: &str) -> Result<Message<'_>, DecodeError> {
         Some(raw) => match Id::from_raw_json(raw.get()) {
             Some(id) => Some(id),
             None => {
+                // An integer too large for 64 bits is an integer all the same: say which rule it
+                // breaks.
+                let text = raw.get().trim();
+                let integer = !text.is_empty()
+                    && text
+                        .strip_prefix('-')
+                        .unwrap_or(text)
+                        .bytes()
+                        .all(|b| b.is_ascii_digit());
                 return Err(DecodeError::invalid(
                     None,
-                    "\"id\" must be a string or an integer",
+                    if integer {
+                        "\"id\" is an integer beyond the 64-bit range this server accepts"
+                    } else {
+                        "\"id\" must be a string or an integer"
+                    },
                 ));
             }
         },
@@ -216,13 +234,15 @@ fn read_str(raw: &RawValue) -> Option<Cow<'_, str>> {
         .map(Cow::Owned)
 }
 
+const NO_BATCHES: &str = "batches are not supported; send one message per request";
+
 fn shape_detail(input: &str, err: &serde_json::Error) -> String {
     let first = input
         .bytes()
         .find(|b| !b.is_ascii_whitespace())
         .unwrap_or(b' ');
     match first {
-        b'[' => "batches are not supported; send one message per request".to_owned(),
+        b'[' => NO_BATCHES.to_owned(),
         b'{' => err.to_string(),
         _ => "a message must be a JSON object".to_owned(),
     }
@@ -318,6 +338,38 @@ mod tests {
             assert_eq!(e.error.code, code::INVALID_REQUEST, "{input}");
             assert_eq!(e.id, None, "{input}");
         }
+    }
+
+    #[test]
+    fn an_array_is_never_a_message_even_one_shaped_like_the_envelope() {
+        // serde's derived decoding of a struct takes an array member by member: these would
+        // otherwise be a request, a response and a notification.
+        for input in [
+            r#"["2.0", 5, "tools/call", {"name": "x"}]"#,
+            r#"["2.0", 5, null, null, {"ok": true}]"#,
+            r#"  ["2.0"]"#,
+        ] {
+            let e = err(input);
+            assert_eq!(e.error.code, code::INVALID_REQUEST, "{input}");
+            assert!(e.error.message.contains("batches"), "{}", e.error.message);
+        }
+    }
+
+    #[test]
+    fn an_integer_id_beyond_64_bits_is_named_as_such() {
+        let e = err(r#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"x"}"#);
+        assert_eq!(e.error.code, code::INVALID_REQUEST);
+        assert!(
+            e.error.message.contains("beyond the 64-bit range"),
+            "{}",
+            e.error.message
+        );
+        let e = err(r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#);
+        assert!(
+            e.error.message.contains("string or an integer"),
+            "{}",
+            e.error.message
+        );
     }
 
     #[test]

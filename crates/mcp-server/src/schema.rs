@@ -90,12 +90,14 @@ impl CompiledSchema {
 
 /// Checks the bounds, references and dialect of a schema without compiling it.
 pub fn check(schema: &Value) -> Result<(), SchemaError> {
+    // The walk stops at the depth bound, so it runs first: serde_json writes a value by recursion,
+    // and measuring a schema thousands of levels deep that way would overflow the stack.
+    let mut nodes = 0usize;
+    walk(schema, 0, &mut String::new(), &mut nodes)?;
     let size = serde_json::to_vec(schema).map_or(usize::MAX, |v| v.len());
     if size > MAX_SCHEMA_BYTES {
         return Err(SchemaError::TooLarge(size));
     }
-    let mut nodes = 0usize;
-    walk(schema, 0, &mut String::new(), &mut nodes)?;
     if let Some(dialect) = schema.get("$schema") {
         let Some(uri) = dialect.as_str() else {
             return Err(SchemaError::UnsupportedDialect(dialect.to_string()));
@@ -121,21 +123,7 @@ fn walk(
         return Err(SchemaError::TooDeep);
     }
     match value {
-        Value::Object(map) => {
-            for (key, child) in map {
-                if matches!(key.as_str(), "$ref" | "$dynamicRef" | "$recursiveRef")
-                    && let Some(target) = child.as_str()
-                    && !target.starts_with('#')
-                {
-                    return Err(SchemaError::ExternalRef(target.to_owned(), pointer(path)));
-                }
-                let len = path.len();
-                path.push('/');
-                path.push_str(&key.replace('~', "~0").replace('/', "~1"));
-                walk(child, depth + 1, path, nodes)?;
-                path.truncate(len);
-            }
-        }
+        Value::Object(map) => walk_members(map, depth, path, nodes)?,
         Value::Array(items) => {
             for (i, child) in items.iter().enumerate() {
                 let len = path.len();
@@ -146,6 +134,29 @@ fn walk(
             }
         }
         _ => {}
+    }
+    Ok(())
+}
+
+/// Walks the members of an object that sits at `depth`.
+fn walk_members(
+    map: &Map<String, Value>,
+    depth: usize,
+    path: &mut String,
+    nodes: &mut usize,
+) -> Result<(), SchemaError> {
+    for (key, child) in map {
+        if matches!(key.as_str(), "$ref" | "$dynamicRef" | "$recursiveRef")
+            && let Some(target) = child.as_str()
+            && !target.starts_with('#')
+        {
+            return Err(SchemaError::ExternalRef(target.to_owned(), pointer(path)));
+        }
+        let len = path.len();
+        path.push('/');
+        path.push_str(&key.replace('~', "~0").replace('/', "~1"));
+        walk(child, depth + 1, path, nodes)?;
+        path.truncate(len);
     }
     Ok(())
 }
@@ -179,6 +190,14 @@ pub fn compile_input(schema: &Map<String, Value>) -> Result<CompiledSchema, Sche
     if schema.get("type").and_then(Value::as_str) != Some("object") {
         return Err(SchemaError::NotAnObject);
     }
+    compile_object(schema)
+}
+
+/// Checks and compiles a schema held as a JSON object (a tool's `outputSchema`).
+pub fn compile_object(schema: &Map<String, Value>) -> Result<CompiledSchema, SchemaError> {
+    // The bounds are checked before the schema is copied for the validator: a copy recurses as
+    // deep as the schema goes, and one thousands of levels deep would overflow the stack.
+    walk_members(schema, 0, &mut String::new(), &mut 1)?;
     compile(&Value::Object(schema.clone()))
 }
 
@@ -272,6 +291,28 @@ mod tests {
             input(json!({"$schema": "https://example.com/my-dialect", "type": "object"})),
             Err(SchemaError::UnsupportedDialect(_))
         ));
+    }
+
+    #[test]
+    fn a_schema_ten_thousand_levels_deep_is_refused_without_exhausting_the_stack() {
+        // Built and dropped iteratively by serde_json; only our own walk could recurse too deep,
+        // and it stops at the depth bound before it copies or serializes anything.
+        // Built by moving each level into the next (the `json!` macro would serialize the value
+        // it is given, recursively).
+        let mut schema = Map::new();
+        schema.insert("type".to_owned(), Value::from("string"));
+        for _ in 0..10_000 {
+            let mut properties = Map::new();
+            properties.insert("x".to_owned(), Value::Object(schema));
+            schema = Map::new();
+            schema.insert("type".to_owned(), Value::from("object"));
+            schema.insert("properties".to_owned(), Value::Object(properties));
+        }
+        assert_eq!(compile_input(&schema).unwrap_err(), SchemaError::TooDeep);
+        assert_eq!(compile_object(&schema).unwrap_err(), SchemaError::TooDeep);
+        // Dropping (like cloning) a value this deep recurses once per level: leave it to the end
+        // of the process rather than spend the test thread's stack on it.
+        std::mem::forget(schema);
     }
 
     #[test]

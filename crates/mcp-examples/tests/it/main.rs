@@ -7,12 +7,16 @@
 //!
 //! `legacy` speaks the handshake era (2025-11-25 and before) to the same process.
 //!
+//! `hostile` sends every hostile-input case over stdio and over HTTP (`conformance-server --http`,
+//! raw HTTP/1.1), registers tools with hostile schemas, and tampers with `requestState`.
+//!
 //! `interop` runs the official SDKs' clients (TypeScript v2, Python) against `interop-server` over
 //! stdio and HTTP; it needs the peers from `scripts/peers-install`.
 
 mod client;
 mod envelope;
 mod framing;
+mod hostile;
 mod interop;
 mod legacy;
 mod listen;

@@ -51,12 +51,10 @@ impl ToolEntry {
         let output = match &def.output_schema {
             None => None,
             Some(s) => Some(
-                schema::compile(&serde_json::Value::Object(s.clone())).map_err(|source| {
-                    BuildError::Schema {
-                        tool: def.name.clone(),
-                        which: "outputSchema",
-                        source,
-                    }
+                schema::compile_object(s).map_err(|source| BuildError::Schema {
+                    tool: def.name.clone(),
+                    which: "outputSchema",
+                    source,
                 })?,
             ),
         };
