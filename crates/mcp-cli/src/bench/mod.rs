@@ -284,7 +284,7 @@ pub(crate) async fn run(args: BenchArgs) -> u8 {
     let checked = match workload(&args, false) {
         Ok(w) => w,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", crate::client::clean_line(&format!("{e:#}")));
             return crate::client::EXIT_USAGE;
         }
     };
@@ -307,15 +307,15 @@ pub(crate) async fn run(args: BenchArgs) -> u8 {
             report.exit_code
         }
         Err(Setup::Usage(e)) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", crate::client::clean_line(&format!("{e:#}")));
             crate::client::EXIT_USAGE
         }
         Err(Setup::Transport(e)) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", crate::client::clean_line(&format!("{e:#}")));
             crate::client::EXIT_TRANSPORT
         }
         Err(Setup::Protocol(e)) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", crate::client::clean_line(&format!("{e:#}")));
             crate::client::EXIT_PROTOCOL
         }
     }
@@ -334,7 +334,7 @@ async fn soak(args: &BenchArgs, workload: workload::Workload) -> u8 {
     let headers = match headers {
         Ok(h) => h,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", crate::client::clean_line(&format!("{e:#}")));
             return crate::client::EXIT_USAGE;
         }
     };
@@ -362,7 +362,7 @@ async fn soak(args: &BenchArgs, workload: workload::Workload) -> u8 {
             if outcome.passed { 0 } else { 1 }
         }
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", crate::client::clean_line(&format!("{e:#}")));
             crate::client::EXIT_TRANSPORT
         }
     }

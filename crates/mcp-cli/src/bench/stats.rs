@@ -274,10 +274,13 @@ impl Report {
             Some("no request completed in the measured window".to_owned())
         } else if failed > 0 && rate > max_error_rate {
             let class = worst.unwrap_or("error");
+            // Printed on the terminal after `error:`: the server's answer, cleaned. The samples
+            // themselves stay as received for --json.
+            let sample = stats.samples.get(class).map_or("", String::as_str);
             Some(format!(
                 "{failed} of {requests} requests failed ({:.1}%; most often {class}: {})",
                 rate * 100.0,
-                stats.samples.get(class).map_or("", String::as_str)
+                crate::client::clean_line(sample)
             ))
         } else {
             None
@@ -315,14 +318,13 @@ impl Report {
 
     pub(crate) fn print_human(&self) {
         let ms = |us: u64| us as f64 / 1000.0;
+        // The revision is the one a legacy server's initialize result named.
+        let version = crate::client::clean_line(&self.protocol_version);
         println!("target      {}", self.target);
         if self.era == "legacy" {
-            println!(
-                "protocol    {} (legacy: initialize once per connection)",
-                self.protocol_version
-            );
+            println!("protocol    {version} (legacy: initialize once per connection)");
         } else {
-            println!("protocol    {} (modern)", self.protocol_version);
+            println!("protocol    {version} (modern)");
         }
         println!("workload    {}", self.workload);
         println!("concurrency {}", self.concurrency);
@@ -348,7 +350,7 @@ impl Report {
             for (class, count) in &self.errors {
                 println!("  {class:<24} {count}");
                 if let Some(sample) = self.error_samples.get(class) {
-                    println!("    answer: {sample}");
+                    println!("    answer: {}", crate::client::clean_line(sample));
                     if let Some(hint) = hint(class, sample) {
                         println!("    hint:   {hint}");
                     }
@@ -466,6 +468,27 @@ mod tests {
         // Within a tolerated share, the run passes.
         assert!(report(&stats, 0.01).passed);
         assert!(!report(&stats, 0.009).passed);
+    }
+
+    #[test]
+    fn a_hostile_answer_is_inert_in_the_failure_line_and_kept_for_json() {
+        let mut stats = Stats::new();
+        stats.record(
+            Duration::from_micros(10),
+            Err("jsonrpc_-32603".into()),
+            "boom\x1b[2J\x1b]52;c;eA==\x07\u{202e}".as_bytes(),
+        );
+        let r = report(&stats, 0.0);
+        let failure = r.failure.as_deref().unwrap();
+        assert!(
+            failure.ends_with("most often jsonrpc_-32603: boom␛[2J␛]52;c;eA==␇<U+202E>)"),
+            "{failure}"
+        );
+        // --json reports the answer as it came (JSON escapes the controls).
+        assert_eq!(
+            r.error_samples["jsonrpc_-32603"],
+            "boom\x1b[2J\x1b]52;c;eA==\x07\u{202e}"
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@ use mcp_client::auth::{
 use serde_json::json;
 
 use super::CliError;
-use super::output::Style;
+use super::output::{Style, clean_line};
 
 /// The loopback port of the redirect by default: fixed, because a dynamically registered client
 /// is registered with one redirect URI.
@@ -231,9 +231,12 @@ impl Authorizer for CliAuthorizer {
                 .open_browser(self.open)
                 .on_url(|url| {
                     let style = Style::for_stream(std::io::stderr().is_terminal());
+                    // Built on the authorization server's endpoint: a parsed URL is escaped
+                    // already, and cleaning it says so here rather than relying on that.
                     eprintln!(
-                        "{}\n\n  {url}\n",
-                        style.bold("Open this URL in a browser to authorize:")
+                        "{}\n\n  {}\n",
+                        style.bold("Open this URL in a browser to authorize:"),
+                        clean_line(url.as_str())
                     );
                 });
             listener.authorize(url).await
@@ -436,16 +439,18 @@ fn words(seconds: u64) -> String {
     }
 }
 
+/// The issuer, the client id (from a registration) and the scopes came from the authorization
+/// server, so they are cleaned for the terminal.
 fn print_entry(_key: &str, c: &Credentials) {
-    println!("  issuer        {}", c.issuer);
-    println!("  client        {}", c.client_id);
+    println!("  issuer        {}", clean_line(&c.issuer));
+    println!("  client        {}", clean_line(&c.client_id));
     if let Some(grant) = &c.grant {
-        println!("  grant         {grant}");
+        println!("  grant         {}", clean_line(grant));
     }
     let scopes = if c.scopes.is_empty() {
         "(none asked)".to_owned()
     } else {
-        c.scopes.join(" ")
+        clean_line(&c.scopes.join(" ")).into_owned()
     };
     println!("  scopes        {scopes}");
     let token = if c.access_token.is_some() {

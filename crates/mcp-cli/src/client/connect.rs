@@ -58,11 +58,11 @@ pub(crate) async fn connect(common: &Common, progress: &Progress) -> Result<Clie
     if common.no_input {
         builder = builder
             .on_elicit_form(|p: ElicitRequestFormParams| async move {
-                prompt::note_declined(&stderr_style(), &p.message);
+                prompt::note_declined(&stderr_style(), &p.message, None);
                 Ok::<_, HandlerError>(ElicitResult::decline())
             })
             .on_elicit_url(|p: ElicitRequestURLParams| async move {
-                prompt::note_declined(&stderr_style(), &format!("{} ({})", p.message, p.url));
+                prompt::note_declined(&stderr_style(), &p.message, Some(&p.url));
                 Ok::<_, HandlerError>(ElicitResult::decline())
             });
     } else {
@@ -208,10 +208,7 @@ pub(crate) async fn url_required(
     let mut accepted = true;
     for params in urls {
         let answer = if common.no_input {
-            prompt::note_declined(
-                &stderr_style(),
-                &format!("{} ({})", params.message, params.url),
-            );
+            prompt::note_declined(&stderr_style(), &params.message, Some(&params.url));
             ElicitResult::decline()
         } else {
             let progress = progress.clone();

@@ -270,5 +270,7 @@ mod tests {
         assert_eq!(extension(None), "bin");
         assert_eq!(file_stem("a/b c"), "a_b_c");
         assert_eq!(file_stem(""), "content");
+        // The printed file name never carries what a terminal acts on, whatever the name was.
+        assert_eq!(file_stem("x\x1b]0;t\x07\u{202e}\r"), "x__0_t___");
     }
 }

@@ -26,6 +26,9 @@ mod roots;
 mod verbs;
 pub(crate) mod words;
 
+/// For `mcp bench`, which prints what servers answer too.
+pub(crate) use output::clean_line;
+
 use std::fmt;
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
@@ -377,7 +380,10 @@ pub(crate) async fn run(verb: Verb) -> ExitCode {
             } else {
                 "error:"
             };
-            let _ = writeln!(std::io::stderr(), "{label} {e}");
+            // The message carries the server's words (a JSON-RPC error's message and data, an
+            // HTTP body, the end of its stderr): cleaned, and only then put after our label.
+            let message = e.to_string();
+            let _ = writeln!(std::io::stderr(), "{label} {}", output::clean(&message));
             ExitCode::from(e.exit_code())
         }
     }

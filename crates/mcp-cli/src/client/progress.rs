@@ -8,6 +8,8 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use mcp_types::ProgressNotificationParams;
 
+use super::output::clean_line;
+
 /// The bar of the call in flight, shared with the prompts (which hide it while they ask).
 #[derive(Clone, Default, Debug)]
 pub(crate) struct Progress {
@@ -20,7 +22,9 @@ const SCALE: f64 = 1000.0;
 impl Progress {
     /// Shows one notification.
     pub(crate) fn update(&self, p: &ProgressNotificationParams) {
-        let message = p.message.clone().unwrap_or_default();
+        // The server's words on one line: the bar redraws its line, which a line break or a
+        // cursor movement in the message would break (or use to draw elsewhere).
+        let message = clean_line(p.message.as_deref().unwrap_or_default()).into_owned();
         if !std::io::stderr().is_terminal() {
             let amount = match p.total {
                 Some(total) => format!("{}/{}", p.progress, total),

@@ -18,7 +18,7 @@ use super::hints;
 use super::json::{self, RawResults};
 use super::media::Media;
 use super::offers::{self, Feature};
-use super::output::{self, Style, first_line};
+use super::output::{self, Style, clean, clean_line, first_line};
 use super::progress::Progress;
 use super::{CallArgs, CliError, Common, CompleteArgs, ListenArgs, PromptArgs, ReadArgs, Verb};
 
@@ -164,16 +164,19 @@ async fn discover(client: &Client, out: &Out) -> Result<(), CliError> {
         let title = info
             .title
             .as_deref()
-            .map(|t| format!(" ({t})"))
+            .map(|t| format!(" ({})", clean_line(t)))
             .unwrap_or_default();
         text.push_str(&format!(
             "{}  {} {}{title}\n",
             s.bold("server      "),
-            info.name,
-            info.version
+            clean_line(&info.name),
+            clean_line(&info.version)
         ));
+        // Every line indented, so that a line of the description cannot pass for one of ours.
         if let Some(description) = &info.description {
-            text.push_str(&format!("              {description}\n"));
+            for line in description.lines() {
+                text.push_str(&format!("              {}\n", clean(line)));
+            }
         }
     }
     let kind = if era.is_legacy() {
@@ -185,7 +188,7 @@ async fn discover(client: &Client, out: &Out) -> Result<(), CliError> {
         "{}  {} ({kind}); the server supports {}\n",
         s.bold("protocol    "),
         era.version(),
-        result.supported_versions.join(", ")
+        clean_line(&result.supported_versions.join(", "))
     ));
     let capabilities = serde_json::to_value(&result.capabilities).unwrap_or(Value::Null);
     let mut names = Vec::new();
@@ -212,11 +215,13 @@ async fn discover(client: &Client, out: &Out) -> Result<(), CliError> {
     } else {
         names.join(", ")
     };
+    // The names of experimental capabilities and their flags are the server's.
+    let names = clean_line(&names);
     text.push_str(&format!("{}  {names}\n", s.bold("capabilities")));
     if let Some(instructions) = &result.instructions {
         text.push_str(&format!("{}\n", s.bold("instructions")));
         for line in instructions.lines() {
-            text.push_str(&format!("  {line}\n"));
+            text.push_str(&format!("  {}\n", clean(line)));
         }
     }
     out.print(&text);
@@ -329,11 +334,13 @@ async fn call(
             let logger = m
                 .logger
                 .as_deref()
-                .map(|l| format!(" {l}"))
+                .map(|l| format!(" {}", clean_line(l)))
                 .unwrap_or_default();
+            // A message may span lines; JSON data is one line, whose strings may still hold DEL,
+            // C1 or bidi controls (JSON escapes only the C0 ones).
             let data = match &m.data {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
+                Value::String(s) => clean(s).into_owned(),
+                other => clean(&other.to_string()).into_owned(),
             };
             let level = serde_json::to_value(m.level)
                 .ok()
@@ -527,7 +534,7 @@ async fn prompt(
     let s = &out.style;
     let mut buffer = Vec::new();
     if let Some(description) = &result.description {
-        buffer.extend_from_slice(format!("{}\n", s.dim(description)).as_bytes());
+        buffer.extend_from_slice(format!("{}\n", s.dim(&clean(description))).as_bytes());
     }
     for message in &result.messages {
         let role = serde_json::to_value(message.role)
@@ -577,8 +584,9 @@ async fn complete(client: &Client, out: &Out, args: CompleteArgs) -> Result<(), 
     }
     let completion = &result.completion;
     let mut text = String::new();
+    // One value per line: a line break inside a value is shown, not taken for the next value.
     for value in &completion.values {
-        text.push_str(value);
+        text.push_str(&clean_line(value));
         text.push('\n');
     }
     if completion.values.is_empty() {
@@ -637,9 +645,10 @@ async fn listen(client: &Client, out: &Out, args: ListenArgs) -> Result<(), CliE
     // Watch for Ctrl-C before saying we listen, so an interrupt from then on always stops cleanly.
     let mut interrupt =
         Interrupt::new().map_err(|e| CliError::usage(format!("cannot watch for Ctrl-C: {e}")))?;
+    // The acknowledgement is the server's, resource URIs included.
     let note = stderr_style().dim(&format!(
         "listening for {} (Ctrl-C to stop)",
-        describe(subscription.acknowledged())
+        clean_line(&describe(subscription.acknowledged()))
     ));
     eprintln!("{note}");
     loop {
@@ -712,10 +721,11 @@ fn show_event(out: &Out, event: &ListenEvent) {
         ListenEvent::ToolsListChanged => "tools list changed".to_owned(),
         ListenEvent::PromptsListChanged => "prompts list changed".to_owned(),
         ListenEvent::ResourcesListChanged => "resources list changed".to_owned(),
-        ListenEvent::ResourceUpdated { uri } => format!("resource updated: {uri}"),
+        ListenEvent::ResourceUpdated { uri } => format!("resource updated: {}", clean_line(uri)),
+        // The method and the parameters are the server's, on one line.
         _ => match params {
-            Some(params) => format!("{method} {params}"),
-            None => method,
+            Some(params) => clean_line(&format!("{method} {params}")).into_owned(),
+            None => clean_line(&method).into_owned(),
         },
     };
     out.print(&format!("{} {text}\n", s.dim(&clock())));

@@ -16,6 +16,7 @@ mod json;
 mod legacy;
 mod offers;
 mod output;
+mod output_safety;
 mod readme;
 mod serve;
 mod stdio;

@@ -15,7 +15,7 @@ use mcp_types::{
 };
 
 use self::checks::{check_string, format_name, parse_number};
-use super::output::Style;
+use super::output::{Style, clean, clean_line};
 
 mod checks;
 
@@ -127,7 +127,7 @@ impl<'a, R: BufRead, W: Write> Asker<'a, R, W> {
         let schema = &params.requested_schema;
         let required = schema.required.as_deref().unwrap_or_default();
         let header = self.style.bold("The server asks:");
-        self.say(&format!("\n{header} {}", params.message));
+        self.say(&format!("\n{header} {}", clean(&params.message)));
         if schema.properties.is_empty() {
             // Nothing to fill in: the answer itself is the only question.
             loop {
@@ -145,7 +145,7 @@ impl<'a, R: BufRead, W: Write> Asker<'a, R, W> {
             .iter()
             .map(|(n, _)| {
                 let star = if required.contains(n) { "*" } else { "" };
-                format!("{n}{star}")
+                format!("{}{star}", clean_line(n))
             })
             .collect();
         let fields = self.style.dim(&format!(
@@ -166,8 +166,10 @@ impl<'a, R: BufRead, W: Write> Asker<'a, R, W> {
     /// The URL flow: show the full URL and ask for consent; the URL is never opened here.
     pub(crate) fn url(&mut self, params: &ElicitRequestURLParams) -> ElicitResult {
         let header = self.style.bold("The server asks you to open a URL:");
-        self.say(&format!("\n{header} {}", params.message));
-        let url = self.style.cyan(&params.url);
+        self.say(&format!("\n{header} {}", clean(&params.message)));
+        // On one line, every character visible: a bidi override or a hidden character must not
+        // make the URL read as another site's.
+        let url = self.style.cyan(&clean_line(&params.url));
         self.say(&format!("  URL: {url}"));
         self.say("  (mcp does not open or fetch it: open it yourself if you trust it)");
         loop {
@@ -202,15 +204,15 @@ impl<'a, R: BufRead, W: Write> Asker<'a, R, W> {
         let label = title.unwrap_or(name);
         let mut heading = format!(
             "{}{}",
-            self.style.bold(label),
+            self.style.bold(&clean_line(label)),
             if required { " *" } else { "" }
         );
         if title.is_some_and(|t| t != name) {
-            heading.push_str(&self.style.dim(&format!(" ({name})")));
+            heading.push_str(&self.style.dim(&format!(" ({})", clean_line(name))));
         }
         self.say(&heading);
         if let Some(description) = description {
-            let text = self.style.dim(&format!("  {description}"));
+            let text = self.style.dim(&format!("  {}", clean(description)));
             self.say(&text);
         }
         match field {
@@ -270,7 +272,7 @@ impl<'a, R: BufRead, W: Write> Asker<'a, R, W> {
     /// required field without a default is asked again.
     fn read(&mut self, hint: &str, default: Option<&str>, required: bool) -> Result<Answer, Stop> {
         let default_text = default
-            .map(|d| format!(" (default {d})"))
+            .map(|d| format!(" (default {})", clean_line(d)))
             .unwrap_or_default();
         loop {
             let answer = self.ask(&format!("  {hint}{default_text}> "))?;
@@ -357,15 +359,18 @@ impl<'a, R: BufRead, W: Write> Asker<'a, R, W> {
 
     fn list_choices(&mut self, choices: &[Choice]) {
         for (i, choice) in choices.iter().enumerate() {
+            // Shown cleaned; what is sent back is the value as the server gave it.
+            let value = clean_line(&choice.value);
             let text = match &choice.label {
                 Some(label) if *label != choice.value => {
                     format!(
-                        "    {}) {label} {}",
+                        "    {}) {} {}",
                         i + 1,
-                        self.style.dim(&format!("[{}]", choice.value))
+                        clean_line(label),
+                        self.style.dim(&format!("[{value}]"))
                     )
                 }
-                _ => format!("    {}) {}", i + 1, choice.value),
+                _ => format!("    {}) {value}", i + 1),
             };
             self.say(&text);
         }
@@ -478,13 +483,18 @@ fn pick(choices: &[Choice], answer: &str) -> Option<String> {
         .map(|c| c.value.clone())
 }
 
-/// Writes a note to stderr for an elicitation declined without asking (`--no-input`).
-pub(crate) fn note_declined(style: &Style, message: &str) {
+/// Writes a note to stderr for an elicitation declined without asking (`--no-input`): the
+/// server's message, and the URL of a URL elicitation.
+pub(crate) fn note_declined(style: &Style, message: &str, url: Option<&str>) {
+    let url = url
+        .map(|u| format!(" ({})", clean_line(u)))
+        .unwrap_or_default();
     let mut err = io::stderr();
     let _ = writeln!(
         err,
-        "{} {message}",
-        style.yellow("elicitation declined (--no-input):")
+        "{} {}{url}",
+        style.yellow("elicitation declined (--no-input):"),
+        clean(message)
     );
 }
 
@@ -637,6 +647,81 @@ mod tests {
             ElicitAction::Decline
         );
         assert_eq!(run_form(&empty, "").0.action, ElicitAction::Cancel);
+    }
+
+    #[test]
+    fn a_hostile_form_is_shown_inert_and_answered_with_the_raw_values() {
+        let mut name = StringSchema::new().with_title("Name\x1b[8m hidden\x1b[0m");
+        name.description = Some("Type it\r\x1b[2KApprove? \u{202e}".into());
+        name.default = Some("anon\x07".into());
+        let size = TitledSingleSelectEnumSchema::new(vec![
+            EnumOption::new("s\x1b[31m", "Small\u{9b}2J"),
+            EnumOption::new("l", "Large\nfake line"),
+        ]);
+        let params = ElicitRequestFormParams::new(
+            "Pay \x1b]8;;https://evil.example\x07here\x1b]8;;\x07\x1b]52;c;eA==\x07",
+            RequestedSchema::new()
+                .property("name\x1b[2J", name)
+                .required_property("size", size),
+        );
+        let (result, transcript) = run_form(&params, "\n1\n");
+        for c in ['\u{1b}', '\u{7}', '\r', '\u{9b}', '\u{202e}'] {
+            assert!(!transcript.contains(c), "{c:?} in {transcript:?}");
+        }
+        assert!(
+            transcript
+                .contains("The server asks: Pay ␛]8;;https://evil.example␇here␛]8;;␇␛]52;c;eA==␇"),
+            "{transcript}"
+        );
+        assert!(
+            transcript.contains("fields: name␛[2J, size*"),
+            "{transcript}"
+        );
+        assert!(
+            transcript.contains("Name␛[8m hidden␛[0m (name␛[2J)"),
+            "{transcript}"
+        );
+        assert!(
+            transcript.contains("  Type it␍␛[2KApprove? <U+202E>"),
+            "{transcript}"
+        );
+        assert!(transcript.contains("(default anon␇)"), "{transcript}");
+        assert!(
+            transcript.contains("1) Small<U+009B>2J [s␛[31m]"),
+            "{transcript}"
+        );
+        assert!(
+            transcript.contains("2) Large↵fake line [l]"),
+            "{transcript}"
+        );
+        // Only the display is cleaned: the answer carries the server's values as they were.
+        assert_eq!(
+            content(&result),
+            json!({"name\u{1b}[2J": "anon\u{7}", "size": "s\u{1b}[31m"})
+        );
+    }
+
+    #[test]
+    fn a_url_cannot_pass_for_another_one() {
+        let style = Style::plain(None);
+        let params = ElicitRequestURLParams::new(
+            "Sign in\x1b[2K",
+            "https://evil.example/\u{202e}moc.elpmaxe.doog//:sptth\nURL: https://good.example",
+        );
+        let mut out = Vec::new();
+        Asker::new("n\n".as_bytes(), &mut out, &style).url(&params);
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(
+                "URL: https://evil.example/<U+202E>moc.elpmaxe.doog//:sptth↵URL: \
+                 https://good.example\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("Sign in␛[2K"), "{text}");
+        // The URL's line break is shown: no second "URL:" line.
+        let lines = text.lines().filter(|l| l.trim_start().starts_with("URL: "));
+        assert_eq!(lines.count(), 1, "{text}");
     }
 
     #[test]
