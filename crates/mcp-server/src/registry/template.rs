@@ -10,6 +10,16 @@ use std::fmt;
 /// The longest URI the matcher will look at; longer ones never match. This bounds backtracking.
 const MAX_URI_LEN: usize = 8192;
 
+/// The work one match may do, in bytes looked at: the text an expression could take, each way of
+/// ending it that is tried, and the text bound; a URI that needs more is not matched. Where each
+/// expression is followed by the end or by a literal its values cannot hold, a match costs a few
+/// times the URI's length. Adjacent expressions, or expressions followed by characters their
+/// values may hold, let a crafted URI make the matcher try exponentially many splits (the fuzz
+/// target `uri_template` found a 120-byte URI that took seconds against seven expressions); this
+/// bounds such a match to milliseconds, and leaves room for a legitimate URI of two adjacent
+/// expressions up to a few thousand bytes long.
+const MATCH_BUDGET: usize = 1 << 22;
+
 /// A parsed URI template.
 #[derive(Clone, PartialEq, Eq)]
 pub struct UriTemplate {
@@ -171,7 +181,8 @@ impl UriTemplate {
             return None;
         }
         let mut vars = BTreeMap::new();
-        if match_parts(&self.parts, uri, &mut vars) {
+        let mut budget = MATCH_BUDGET;
+        if match_parts(&self.parts, uri, &mut vars, &mut budget) {
             Some(vars)
         } else {
             None
@@ -305,14 +316,33 @@ fn value_char(op: Operator, c: char) -> bool {
     }
 }
 
-fn match_parts(parts: &[Part], uri: &str, vars: &mut BTreeMap<String, String>) -> bool {
+/// Takes `cost` from the budget; `false`, with the budget spent, when it does not hold that much.
+fn spend(budget: &mut usize, cost: usize) -> bool {
+    match budget.checked_sub(cost) {
+        Some(left) => {
+            *budget = left;
+            true
+        }
+        None => {
+            *budget = 0;
+            false
+        }
+    }
+}
+
+fn match_parts(
+    parts: &[Part],
+    uri: &str,
+    vars: &mut BTreeMap<String, String>,
+    budget: &mut usize,
+) -> bool {
     let Some((first, rest)) = parts.split_first() else {
         return uri.is_empty();
     };
     match first {
         Part::Literal(lit) => uri
             .strip_prefix(lit.as_str())
-            .is_some_and(|tail| match_parts(rest, tail, vars)),
+            .is_some_and(|tail| match_parts(rest, tail, vars, budget)),
         Part::Expr(op, names) => {
             // The expression may expand to nothing when every variable is undefined.
             let prefix = op.prefix();
@@ -323,6 +353,9 @@ fn match_parts(parts: &[Part], uri: &str, vars: &mut BTreeMap<String, String>) -
                     .char_indices()
                     .find(|&(_, c)| !value_char(*op, c))
                     .map_or(body.len(), |(i, _)| i);
+                if !spend(budget, span + 1) {
+                    return false;
+                }
                 // Longest first, so a greedy reading wins when several fit.
                 for end in (0..=span).rev() {
                     if body.is_char_boundary(end) {
@@ -331,18 +364,32 @@ fn match_parts(parts: &[Part], uri: &str, vars: &mut BTreeMap<String, String>) -
                 }
             }
             for end in candidates {
-                let Some(bound) = bind(*op, names, &uri[prefix.len()..end]) else {
+                // What must come next (a literal, or the end) is checked before anything is
+                // decoded: most ends fail here.
+                let text = &uri[prefix.len()..end];
+                let next = match rest.first() {
+                    Some(Part::Literal(lit)) if !uri[end..].starts_with(lit.as_str()) => None,
+                    None if end != uri.len() => None,
+                    _ => Some(text.len()),
+                };
+                if !spend(budget, 1 + next.unwrap_or(0)) {
+                    return false;
+                }
+                if next.is_none() {
+                    continue;
+                }
+                let Some(bound) = bind(*op, names, text) else {
                     continue;
                 };
                 let saved = vars.clone();
                 vars.extend(bound);
-                if match_parts(rest, &uri[end..], vars) {
+                if match_parts(rest, &uri[end..], vars, budget) {
                     return true;
                 }
                 *vars = saved;
             }
             // An expression of named or prefixed variables may be absent entirely.
-            if !prefix.is_empty() && match_parts(rest, uri, vars) {
+            if !prefix.is_empty() && match_parts(rest, uri, vars, budget) {
                 return true;
             }
             false
@@ -493,6 +540,35 @@ mod tests {
         ] {
             assert!(UriTemplate::parse(t).is_err(), "{t}");
         }
+    }
+
+    /// Found by the fuzz target `uri_template`: a URI that cannot match, against a template of
+    /// adjacent expressions, made the matcher try every way of splitting it (seconds for 120
+    /// bytes, exponential in the number of expressions). It is refused within the budget now.
+    #[test]
+    fn crafted_uris_cannot_make_the_matcher_search_without_end() {
+        let t = UriTemplate::parse("x://api{/a,b}{1ext}{+v}{#fra,b}{1ext}{+v}{#frag}").unwrap();
+        let uri = format!(
+            "x://api/oneotwf.ile*&/{}/t=d*x,e{{\0\0\0\0#*://sq",
+            "W".repeat(110)
+        );
+        assert_eq!(t.match_uri(&uri), None);
+        // The worst case within the length bound: reserved expressions whose separator is any
+        // character, against a URI of that character that cannot match.
+        let t = UriTemplate::parse("x://{+a}/{+b}/{+c}/{+d}!").unwrap();
+        assert_eq!(
+            t.match_uri(&format!("x://{}", "/".repeat(MAX_URI_LEN - 4))),
+            None
+        );
+        // Templates whose matches need backtracking still match.
+        assert_eq!(
+            m("x://{+a}/{+b}/{+c}", "x://p/q/r/s/t"),
+            pairs(&[("a", "p/q/r"), ("b", "s"), ("c", "t")])
+        );
+        assert_eq!(
+            m("x://{a}-{b}", "x://one-two-three"),
+            pairs(&[("a", "one-two"), ("b", "three")])
+        );
     }
 
     #[test]

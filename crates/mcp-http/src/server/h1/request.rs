@@ -132,6 +132,12 @@ fn parse_head(buf: &mut BytesMut) -> Result<Option<Head>, Fail> {
                 "the request has more than 100 header fields",
             ));
         }
+        // Until the request line ends, what follows `HTTP/` is unknown and a version that is not
+        // served (505) cannot be told from a malformed line (400): wait for the line's end, so that
+        // the answer does not depend on how the bytes were split into reads.
+        Err(httparse::Error::Version) if !buf.iter().any(|&b| b == b'\r' || b == b'\n') => {
+            return Ok(None);
+        }
         Err(httparse::Error::Version) if names_a_version(buf) => {
             return Err(Fail::Refuse(
                 StatusCode::HTTP_VERSION_NOT_SUPPORTED,
@@ -405,6 +411,14 @@ async fn fill_line(io: &mut impl Conn, buf: &mut BytesMut, max: usize) -> Result
             .position(|&b| b == b'\r' || b == b'\n')
         {
             let at = scanned + at;
+            // The bound holds however the line arrived: whole in one read, or in pieces, when the
+            // check below refuses it before its end is seen.
+            if at > max {
+                return Err(Fail::Refuse(
+                    StatusCode::BAD_REQUEST,
+                    "a chunk-size line or trailer field is too long",
+                ));
+            }
             if buf[at] == b'\n' {
                 return Err(Fail::Refuse(
                     StatusCode::BAD_REQUEST,

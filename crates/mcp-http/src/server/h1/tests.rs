@@ -567,6 +567,60 @@ async fn a_large_response_without_memory_left_gets_503() {
     assert_eq!(stats.response_bytes_held(), 0);
 }
 
+/// Found by the fuzz target `h1_request`: a version that is not served was answered 505 when the
+/// request line arrived whole, but 400 when a read ended inside the version (`HTTP/0`), so the
+/// status depended on how the bytes were split into reads.
+#[test]
+fn an_unserved_version_gets_505_however_the_bytes_arrive() {
+    let wire = b"DELETE /mcp HTTP/0.1\r\nHost: h\r\n\r\n";
+    for reads in [&[][..], &[1], &[18], &[19, 1]] {
+        let (requests, end, _) = fuzz::read_requests(wire, reads, 64);
+        assert!(requests.is_empty(), "reads of {reads:?}");
+        assert_eq!(
+            end,
+            fuzz::End::Refused(
+                StatusCode::HTTP_VERSION_NOT_SUPPORTED,
+                "only HTTP/1.0 and HTTP/1.1 are served here"
+            ),
+            "reads of {reads:?}"
+        );
+    }
+}
+
+/// Found while writing the fuzz target `h1_request` (whose chunking property fails on it): a
+/// chunk-size line longer than its 4 KiB bound was refused when it arrived in pieces but read
+/// when it arrived in one read, extensions and all.
+#[test]
+fn a_long_chunk_line_is_refused_however_the_bytes_arrive() {
+    let mut wire = b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1;".to_vec();
+    wire.extend_from_slice(&[b'a'; 5000]);
+    wire.extend_from_slice(b"\r\nx\r\n0\r\n\r\n");
+    for reads in [&[][..], &[1], &[4096], &[100, 7000]] {
+        let (requests, end, _) = fuzz::read_requests(&wire, reads, 64);
+        assert!(requests.is_empty(), "reads of {reads:?}");
+        assert_eq!(
+            end,
+            fuzz::End::Refused(
+                StatusCode::BAD_REQUEST,
+                "a chunk-size line or trailer field is too long"
+            ),
+            "reads of {reads:?}"
+        );
+    }
+    // A line within the bound is read either way.
+    let wire =
+        b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1;a=b\r\nx\r\n0\r\n\r\n";
+    for reads in [&[][..], &[1]] {
+        let (requests, end, _) = fuzz::read_requests(wire, reads, 64);
+        assert_eq!(requests.len(), 1, "reads of {reads:?}");
+        assert_eq!(
+            requests[0].body.as_ref().ok().cloned().flatten().as_deref(),
+            Some(&b"x"[..])
+        );
+        assert_eq!(end, fuzz::End::Closed);
+    }
+}
+
 fn block_on<T>(f: impl Future<Output = T>) -> T {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
