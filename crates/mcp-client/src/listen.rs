@@ -250,6 +250,8 @@ impl Client {
                 .resource_subscriptions
                 .clone()
                 .filter(|uris| subscribe && !uris.is_empty()),
+            // The handshake era has no tasks.
+            task_ids: None,
         };
         if honoured == SubscriptionFilter::default() {
             return Err(Error::Unsupported(

@@ -11,7 +11,8 @@ pub const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protoc
 /// `Mcp-Method`: the JSON-RPC `method`, on every request.
 pub const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 
-/// `Mcp-Name`: `params.name` or `params.uri`, on the methods listed by [`name_source`].
+/// `Mcp-Name`: `params.name`, `params.uri` or `params.taskId`, on the methods listed by
+/// [`name_source`].
 pub const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 
 /// The prefix of the `Mcp-Param-{Name}` headers declared with `x-mcp-header`, in lowercase.
@@ -39,12 +40,14 @@ pub const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 ///
 /// assert_eq!(name_source("tools/call"), Some("name"));
 /// assert_eq!(name_source("resources/read"), Some("uri"));
+/// assert_eq!(name_source("tasks/get"), Some("taskId"));
 /// assert_eq!(name_source("tools/list"), None);
 /// ```
 pub fn name_source(method: &str) -> Option<&'static str> {
     match method {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
         _ => None,
     }
 }

@@ -52,6 +52,8 @@ pub struct RequestContext {
     pub(crate) server: Server,
     last_progress: Mutex<Option<f64>>,
     pub(crate) mrtr: Mrtr,
+    /// Set when the call may run as a task (the tasks extension).
+    task: Option<std::sync::Arc<crate::tasks::TaskLink>>,
 }
 
 /// MRTR bookkeeping for one round.
@@ -105,7 +107,60 @@ impl RequestContext {
             server: server.clone(),
             last_progress: Mutex::new(None),
             mrtr,
+            task: None,
         }
+    }
+
+    /// The context of a `tools/call` that may run as a task: its cancellation is the task's, not
+    /// the request's.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn for_task(
+        server: &Server,
+        principal: Principal,
+        cancel: CancellationToken,
+        sink: Option<std::sync::Arc<dyn NotificationSink>>,
+        id: Id,
+        meta: Box<RequestMeta>,
+        mrtr: Mrtr,
+        link: std::sync::Arc<crate::tasks::TaskLink>,
+    ) -> Self {
+        RequestContext {
+            id,
+            method: "tools/call",
+            meta,
+            principal,
+            cancel,
+            sink,
+            server: server.clone(),
+            last_progress: Mutex::new(None),
+            mrtr,
+            task: Some(link),
+        }
+    }
+
+    /// Asks for this call to continue as a task (the tasks extension): the request is answered
+    /// with the task now, and the handler goes on running; its result becomes the task's. Returns
+    /// whether the call may become a task: the tool supports tasks and the request declared the
+    /// extension. A call that is a task already stays one.
+    ///
+    /// This is how a tool registered with [`TaskStart::OnRequest`](crate::TaskStart::OnRequest)
+    /// gathers its input over MRTR first and then starts the long part; any tool that supports
+    /// tasks may call it, for instance once it knows the work will be long.
+    pub fn run_as_task(&self) -> bool {
+        match &self.task {
+            Some(link) => {
+                if link.is_inline() {
+                    link.detach.notify_one();
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The task this call runs as, once it is one.
+    pub fn task_id(&self) -> Option<String> {
+        self.task.as_ref().and_then(|link| link.task_id())
     }
 
     /// The JSON-RPC id of the request.
@@ -202,7 +257,22 @@ impl RequestContext {
     ///
     /// spec 2026-07-28 basic/patterns/progress: the value must increase with every notification, so
     /// a value not above the last one sent is dropped.
+    ///
+    /// In a task, progress becomes the task's `statusMessage` (`message`, or `progress/total`),
+    /// which clients see when they poll it.
     pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(task) = self.task_id() {
+            if !progress.is_finite() || self.cancel.is_cancelled() {
+                return;
+            }
+            let text = match (message, total) {
+                (Some(m), _) => m.to_owned(),
+                (None, Some(total)) => format!("{progress}/{total}"),
+                (None, None) => format!("{progress}"),
+            };
+            self.server.task_message(task, text);
+            return;
+        }
         let (Some(token), Some(sink)) = (&self.meta.progress_token, &self.sink) else {
             return;
         };

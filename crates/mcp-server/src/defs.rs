@@ -7,6 +7,7 @@ use serde_json::Value;
 use crate::BuildError;
 use crate::handler::func::Shape;
 use crate::scopes::{Scoped, Scopes};
+use crate::tasks::{TaskPolicy, TaskStart, TaskSupport};
 
 /// A tool as registration takes it: a name, and everything else the tool declares, in one place.
 /// The input schema comes from the handler's arguments type and the output schema from its
@@ -33,6 +34,7 @@ pub struct ToolDef {
     tool: Tool,
     scopes: Scopes,
     headers: Vec<(String, String)>,
+    tasks: TaskPolicy,
 }
 
 impl ToolDef {
@@ -120,6 +122,36 @@ impl ToolDef {
         self
     }
 
+    /// Whether calls may run as tasks (the tasks extension): never (the default), when the
+    /// request declares the extension ([`TaskSupport::Optional`]), or only then
+    /// ([`TaskSupport::Required`]: other requests are refused with -32021). A call becomes a task
+    /// before its handler runs unless [`task_start`](Self::task_start) says otherwise.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_server::{TaskStart, TaskSupport, ToolDef};
+    ///
+    /// // A report that becomes a task once it has run for two seconds.
+    /// let def = ToolDef::new("report")
+    ///     .tasks(TaskSupport::Optional)
+    ///     .task_start(TaskStart::After(Duration::from_secs(2)));
+    /// # let _ = def;
+    /// ```
+    pub fn tasks(mut self, support: TaskSupport) -> Self {
+        self.tasks.support = support;
+        self
+    }
+
+    /// When a call that may run as a task becomes one (see [`TaskStart`]).
+    pub fn task_start(mut self, start: TaskStart) -> Self {
+        self.tasks.start = start;
+        self
+    }
+
+    pub(crate) fn task_policy(&self) -> TaskPolicy {
+        self.tasks
+    }
+
     /// The tool's `_meta`.
     pub fn meta(mut self, meta: JsonObject) -> Self {
         self.tool.meta = Some(meta);
@@ -137,6 +169,7 @@ impl ToolDef {
             mut tool,
             scopes,
             headers,
+            tasks: _,
         } = self;
         if tool.input_schema.is_empty() {
             tool.input_schema = match &shape.arguments {
@@ -190,6 +223,7 @@ impl From<Tool> for ToolDef {
             tool,
             scopes: Scopes::none(),
             headers: Vec::new(),
+            tasks: TaskPolicy::default(),
         }
     }
 }
@@ -200,6 +234,7 @@ impl From<Scoped<Tool>> for ToolDef {
             tool: scoped.def,
             scopes: scoped.scopes,
             headers: Vec::new(),
+            tasks: TaskPolicy::default(),
         }
     }
 }

@@ -34,6 +34,17 @@ pub(crate) enum HubEvent {
     ResourceUpdated(Arc<str>),
     /// Anything under this URI may have changed (a source lost track of what did).
     ResourcesUnder(Arc<str>),
+    /// A task changed.
+    TaskChanged(Arc<TaskNotice>),
+}
+
+/// A task as it is after a change, for the listeners following it.
+#[derive(Debug)]
+pub(crate) struct TaskNotice {
+    pub(crate) id: String,
+    /// Only listeners of the same principal hear of it.
+    pub(crate) owner: String,
+    pub(crate) task: mcp_types::DetailedTask,
 }
 
 /// The messages of one `subscriptions/listen` request: the acknowledgement, then notifications as
@@ -61,6 +72,10 @@ impl ListenStream {
         &self.id
     }
 
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "each is one independent part of the stream, given once by two callers"
+    )]
     pub(crate) fn new(
         id: Id,
         filter: SubscriptionFilter,
@@ -69,6 +84,7 @@ impl ListenStream {
         server_info: Implementation,
         watch: Option<ListenWatch>,
         gate: Option<ReadGate>,
+        owner: String,
     ) -> Self {
         let subscription_id = id.to_value();
         let mut ack = Vec::with_capacity(160);
@@ -91,6 +107,7 @@ impl ListenStream {
             server_info,
             ack: Some(ack),
             gate,
+            owner,
             queue: VecDeque::new(),
             done: false,
         };
@@ -159,6 +176,9 @@ struct State {
     ack: Option<Vec<u8>>,
     /// Which resources' updates the listener may hear of; all when `None`.
     gate: Option<ReadGate>,
+    /// The listener's principal ([`Principal::id`](crate::Principal::id)): it hears only of its
+    /// own tasks.
+    owner: String,
     /// Messages rendered from one event that yields several, sent before the next event is read.
     queue: VecDeque<Vec<u8>>,
     done: bool,
@@ -192,6 +212,17 @@ impl State {
                 let mut params = Map::new();
                 params.insert("uri".to_owned(), Value::from(&**uri));
                 Some(self.notification("notifications/resources/updated", params))
+            }
+            HubEvent::TaskChanged(notice)
+                if notice.owner == self.owner
+                    && f.task_ids
+                        .as_ref()
+                        .is_some_and(|ids| ids.contains(&notice.id)) =>
+            {
+                let Ok(Value::Object(params)) = serde_json::to_value(&notice.task) else {
+                    return None;
+                };
+                Some(self.notification("notifications/tasks", params))
             }
             _ => None,
         }
@@ -295,6 +326,7 @@ mod tests {
             Implementation::new("t", "0"),
             None,
             None,
+            String::new(),
         );
         stream.next().await.expect("the acknowledgement");
         for event in events.iter().chain([&HubEvent::ToolsChanged]) {

@@ -83,6 +83,7 @@ mod router;
 pub mod schema;
 mod scopes;
 mod server;
+pub mod tasks;
 pub mod transport;
 
 pub use context::RequestContext;
@@ -104,6 +105,7 @@ pub use route::{Route, Toolbox};
 pub use schema::schema_object;
 pub use scopes::{INSUFFICIENT_SCOPE, Scoped, Scopes, WithScopes};
 pub use server::{SUPPORTED_VERSIONS, Server, ServerBuilder, ServerConfig};
+pub use tasks::{TaskConfig, TaskPolicy, TaskStart, TaskSupport};
 pub use transport::stdio;
 
 /// What the `mcp-macros` expansions name. Not part of the API.

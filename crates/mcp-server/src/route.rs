@@ -39,7 +39,11 @@ pub struct Route {
 }
 
 enum Kind {
-    Tool(Result<Scoped<Tool>, BuildError>, Arc<dyn ToolHandler>),
+    Tool(
+        Result<Scoped<Tool>, BuildError>,
+        crate::tasks::TaskPolicy,
+        Arc<dyn ToolHandler>,
+    ),
     Resource(Scoped<Resource>, Arc<dyn ResourceHandler>),
     Template(
         Result<Scoped<ResourceTemplate>, BuildError>,
@@ -60,9 +64,12 @@ impl Route {
     /// A tool served by a handler function (see [`ToolFn`]).
     pub fn tool<F: ToolFn<M>, M: 'static>(def: impl Into<ToolDef>, handler: F) -> Self {
         let shape = F::shape();
+        let def = def.into();
+        let tasks = def.task_policy();
         Route {
             kind: Kind::Tool(
-                def.into().finish(&shape),
+                def.finish(&shape),
+                tasks,
                 Arc::new(FnTool::new(handler, shape.wrap_output)),
             ),
             states: shape.states,
@@ -114,8 +121,8 @@ impl Route {
     /// What is registered: `tool "echo"`, `resource "file:///a"` and so on.
     pub fn item(&self) -> String {
         match &self.kind {
-            Kind::Tool(Ok(t), _) => format!("tool {:?}", t.def.name),
-            Kind::Tool(Err(_), _) => "tool".to_owned(),
+            Kind::Tool(Ok(t), ..) => format!("tool {:?}", t.def.name),
+            Kind::Tool(Err(_), ..) => "tool".to_owned(),
             Kind::Resource(r, _) => format!("resource {:?}", r.def.uri),
             Kind::Template(Ok(t), _) => format!("resource template {:?}", t.def.uri_template),
             Kind::Template(Err(_), _) => "resource template".to_owned(),
@@ -144,7 +151,9 @@ impl Route {
     /// Adds the registration to `registry`.
     pub(crate) fn apply(self, registry: &mut Registry) -> Result<(), BuildError> {
         match self.kind {
-            Kind::Tool(def, handler) => registry.add_tool(ToolEntry::new(def?, handler)?),
+            Kind::Tool(def, tasks, handler) => {
+                registry.add_tool(ToolEntry::new(def?, tasks, handler)?)
+            }
             Kind::Resource(def, handler) => registry.add_resource(ResourceEntry::new(def, handler)),
             Kind::Template(def, handler) => registry.add_template(def?, handler),
             Kind::Prompt(def, handler) => registry.add_prompt(PromptEntry::new(def, handler)),

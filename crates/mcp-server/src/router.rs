@@ -34,8 +34,9 @@ pub struct Prepared<'a> {
     /// The decoded `_meta`, with both required keys present. Boxed: it is 520 bytes, and a request
     /// moves it through several nested futures into the handler's context.
     pub meta: Box<RequestMeta>,
-    /// `params.name` (`tools/call`, `prompts/get`) or `params.uri` (`resources/read`): what HTTP's
-    /// `Mcp-Name` header must equal. Read in the same pass as `_meta`.
+    /// `params.name` (`tools/call`, `prompts/get`), `params.uri` (`resources/read`) or
+    /// `params.taskId` (`tasks/get`, `tasks/update`, `tasks/cancel`): what HTTP's `Mcp-Name` header
+    /// must equal. Read in the same pass as `_meta`.
     pub name: Option<Cow<'a, str>>,
     /// The MRTR params of `tools/call`, `prompts/get` and `resources/read` (and `tools/call`'s
     /// arguments), raw, read in that same pass so that the call does not decode the params (and
@@ -258,6 +259,8 @@ struct MetaProbe<'a> {
     name: Option<&'a RawValue>,
     #[serde(borrow, default)]
     uri: Option<&'a RawValue>,
+    #[serde(borrow, rename = "taskId", default)]
+    task_id: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "raw_field")]
     arguments: Option<&'a RawValue>,
     #[serde(
@@ -320,11 +323,13 @@ fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
         .map(Cow::Owned)
 }
 
-/// `params.name` (`tools/call`, `prompts/get`) or `params.uri` (`resources/read`).
+/// `params.name` (`tools/call`, `prompts/get`), `params.uri` (`resources/read`) or `params.taskId`
+/// (the tasks extension's methods).
 fn call_name<'a>(method: &str, probe: &MetaProbe<'a>) -> Option<Cow<'a, str>> {
     match method {
         "tools/call" | "prompts/get" => probe.name.and_then(raw_str),
         "resources/read" => probe.uri.and_then(raw_str),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => probe.task_id.and_then(raw_str),
         _ => None,
     }
 }
@@ -375,6 +380,7 @@ impl Server {
                 protocol_version: None,
                 name: None,
                 uri: None,
+                task_id: None,
                 arguments: None,
                 input_responses: None,
                 request_state: None,
@@ -483,6 +489,8 @@ impl Server {
             }
             "prompts/list" | "prompts/get" => registry.has_prompts(),
             "completion/complete" => registry.has_completions(),
+            // The tasks extension (2026-07-28 only); tasks/result and tasks/list were removed.
+            "tasks/get" | "tasks/update" | "tasks/cancel" => !req.legacy && registry.has_tasks(),
             _ => false,
         };
         if known {
@@ -539,7 +547,22 @@ impl Server {
             "completion/complete" if registry.has_completions() => {
                 Reply::Message(self.complete(req, &registry, io).await)
             }
-            "subscriptions/listen" => self.listen(req, &registry, io),
+            "subscriptions/listen" => self.listen(req, &registry, io).await,
+            "tasks/get" | "tasks/update" | "tasks/cancel" => {
+                // The extension is declared per request; without it, even an unknown task id is
+                // answered with -32021 (checked before the params).
+                let declared = req
+                    .meta
+                    .client_capabilities
+                    .as_ref()
+                    .is_some_and(|c| c.supports_extension(mcp_types::TASKS_EXTENSION));
+                if declared {
+                    Reply::Message(self.task_method(req, io).await)
+                } else {
+                    let e = crate::tasks::undeclared(&req.method);
+                    Reply::Message(error_reply(Some(&req.id), &e, false))
+                }
+            }
             // The registry changed between the precheck and here.
             other => Reply::Message(error_reply(
                 Some(&req.id),

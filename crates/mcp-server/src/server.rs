@@ -48,6 +48,8 @@ pub struct ServerConfig {
     /// stopped: its cancellation fires and its future is dropped. A tool call that runs past it
     /// gets a tool error saying so; other methods get -32603. `None` (the default): no limit.
     pub handler_timeout: Option<Duration>,
+    /// The tasks extension: how long tasks are kept, how often clients poll, the limits.
+    pub tasks: crate::tasks::TaskConfig,
 }
 
 impl Default for ServerConfig {
@@ -62,6 +64,7 @@ impl Default for ServerConfig {
             listen_buffer: 256,
             eras: crate::legacy::Eras::Both,
             handler_timeout: None,
+            tasks: crate::tasks::TaskConfig::default(),
         }
     }
 }
@@ -86,6 +89,8 @@ pub(crate) struct Inner {
     pub(crate) outbound: crate::legacy::Outbound,
     /// The application states handlers take as `State<S>`.
     pub(crate) states: StateMap,
+    /// The tasks extension: the store and the tasks running here.
+    pub(crate) tasks: crate::tasks::TaskRuntime,
 }
 
 /// A running MCP server: the shared registry plus everything a transport needs to serve requests.
@@ -122,6 +127,7 @@ impl Server {
             metrics: None,
             states: StateMap::default(),
             needs: Vec::new(),
+            task_store: None,
         }
     }
 
@@ -166,10 +172,10 @@ impl Server {
     /// [`ServerBuilder::tool_handler`]).
     pub fn add_tool_handler(
         &self,
-        tool: impl Into<Scoped<Tool>>,
+        tool: impl Into<ToolDef>,
         handler: impl ToolHandler,
     ) -> Result<(), BuildError> {
-        let entry = ToolEntry::new(tool.into(), Arc::new(handler))?;
+        let entry = ToolEntry::from_def(tool.into(), Arc::new(handler))?;
         self.update(HubEvent::ToolsChanged, |r| r.add_tool(entry))
     }
 
@@ -354,6 +360,7 @@ pub struct ServerBuilder {
     /// The states each registration reads, checked by `build` (a state may be given after the
     /// registration that reads it).
     needs: Vec<(String, Vec<StateNeed>)>,
+    task_store: Option<Arc<dyn crate::tasks::TaskStore>>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -468,13 +475,9 @@ impl ServerBuilder {
     /// ([`WithScopes::with_scopes`](crate::WithScopes::with_scopes); see [`Scopes`](crate::Scopes)
     /// for who is checked). Every registration takes scopes the same way.
     #[must_use]
-    pub fn tool_handler(
-        mut self,
-        tool: impl Into<Scoped<Tool>>,
-        handler: impl ToolHandler,
-    ) -> Self {
-        let result =
-            ToolEntry::new(tool.into(), Arc::new(handler)).and_then(|e| self.registry.add_tool(e));
+    pub fn tool_handler(mut self, tool: impl Into<ToolDef>, handler: impl ToolHandler) -> Self {
+        let result = ToolEntry::from_def(tool.into(), Arc::new(handler))
+            .and_then(|e| self.registry.add_tool(e));
         self.record(result)
     }
 
@@ -615,6 +618,14 @@ impl ServerBuilder {
         self
     }
 
+    /// Keeps tasks (the tasks extension) in `store` instead of this process's memory: a store
+    /// shared by several instances lets any of them answer for a task another one runs.
+    #[must_use]
+    pub fn task_store(mut self, store: impl crate::tasks::TaskStore) -> Self {
+        self.task_store = Some(Arc::new(store));
+        self
+    }
+
     /// Builds the server, or reports the first registration error.
     pub fn build(self) -> Result<Server, BuildError> {
         if let Some(e) = self.error {
@@ -658,6 +669,10 @@ impl ServerBuilder {
                 metrics: self.metrics,
                 outbound: crate::legacy::Outbound::default(),
                 states: self.states,
+                tasks: crate::tasks::TaskRuntime::new(
+                    self.task_store
+                        .unwrap_or_else(|| Arc::new(crate::tasks::MemoryTaskStore::default())),
+                ),
             }),
         })
     }

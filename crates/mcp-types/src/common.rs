@@ -181,6 +181,8 @@ open_string_enum! {
         Complete = "complete",
         /// `"input_required"`: an interim multi round-trip result (see `InputRequiredResult`).
         InputRequired = "input_required",
+        /// `"task"`: a task handle (the tasks extension, see `CreateTaskResult`).
+        Task = "task",
     }
 }
 
@@ -254,9 +256,11 @@ mod tests {
             serde_json::to_value(ResultType::InputRequired).unwrap(),
             json!("input_required")
         );
-        let other: ResultType = serde_json::from_value(json!("task")).unwrap();
-        assert_eq!(other, ResultType::Other("task".into()));
-        assert_eq!(serde_json::to_value(&other).unwrap(), json!("task"));
+        let task: ResultType = serde_json::from_value(json!("task")).unwrap();
+        assert_eq!(task, ResultType::Task);
+        let other: ResultType = serde_json::from_value(json!("later")).unwrap();
+        assert_eq!(other, ResultType::Other("later".into()));
+        assert_eq!(serde_json::to_value(&other).unwrap(), json!("later"));
         assert_eq!(ResultType::default(), ResultType::Complete);
     }
 

@@ -84,6 +84,7 @@ mod resources;
 mod roots;
 mod sampling;
 mod subscriptions;
+mod tasks;
 mod tools;
 
 pub use mcp_jsonrpc::{ErrorObject, Id};
@@ -159,5 +160,9 @@ pub use sampling::{
 pub use subscriptions::{
     SubscriptionFilter, SubscriptionsAcknowledgedNotificationParams,
     SubscriptionsListenRequestParams, SubscriptionsListenResult, SubscriptionsListenResultMeta,
+};
+pub use tasks::{
+    CreateTaskResult, DetailedTask, GetTaskResult, TASKS_EXTENSION, Task, TaskIdParams, TaskStatus,
+    UpdateTaskParams,
 };
 pub use tools::{CallToolRequestParams, CallToolResult, ListToolsResult, Tool, ToolAnnotations};

@@ -26,6 +26,9 @@ pub struct SubscriptionFilter {
     /// `notifications/resources/updated` for these URIs (and their sub-resources).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_subscriptions: Option<Vec<String>>,
+    /// `notifications/tasks` for these tasks (the tasks extension, `io.modelcontextprotocol/tasks`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_ids: Option<Vec<String>>,
 }
 
 impl SubscriptionFilter {

@@ -70,6 +70,7 @@ pub(crate) async fn listen_filter(
             prompts_list_changed: prompts.then_some(true),
             resources_list_changed: resources.then_some(true),
             resource_subscriptions: None,
+            task_ids: None,
         });
     }
     if args.tools && !tools {
@@ -97,5 +98,6 @@ pub(crate) async fn listen_filter(
         prompts_list_changed: args.prompts.then_some(true),
         resources_list_changed: args.resources.then_some(true),
         resource_subscriptions: (!args.resource.is_empty()).then(|| args.resource.clone()),
+        task_ids: None,
     })
 }

@@ -16,6 +16,7 @@ mod asks;
 mod mrtr;
 mod prompts;
 mod resources;
+mod tasks;
 mod tools;
 
 use mcp_server::{BuildError, Server};
@@ -47,6 +48,7 @@ pub fn build_server() -> Result<Server, BuildError> {
     let builder = asks::register(builder);
     let builder = resources::register(builder);
     let builder = prompts::register(builder);
+    let builder = tasks::register(builder);
     builder.build()
 }
 

@@ -8,7 +8,7 @@ use crate::registry::Registry;
 use crate::router::{Prepared, Reply, RequestIo, error_reply};
 
 impl Server {
-    pub(crate) fn listen(
+    pub(crate) async fn listen(
         &self,
         req: Prepared<'_>,
         registry: &Registry,
@@ -28,6 +28,32 @@ impl Server {
                 return Reply::Message(crate::scopes::refusal(&req.id, &what, &found.scopes));
             }
         }
+        // The tasks extension: following tasks needs the extension declared on this request, and
+        // only the caller's own tasks are followed (others are left out of the acknowledgement,
+        // as if they did not exist).
+        let mut task_ids = None;
+        if let Some(asked) = &params.notifications.task_ids {
+            if !req
+                .meta
+                .client_capabilities
+                .as_ref()
+                .is_some_and(|c| c.supports_extension(mcp_types::TASKS_EXTENSION))
+            {
+                let e = crate::tasks::undeclared("following tasks");
+                return Reply::Message(error_reply(Some(&req.id), &e, false));
+            }
+            let owner = io.principal.id();
+            let mut own = Vec::new();
+            for id in asked {
+                if !own.contains(id)
+                    && let Ok(Some(record)) = self.inner.tasks.store.get(id).await
+                    && record.owner == owner
+                {
+                    own.push(id.clone());
+                }
+            }
+            task_ids = (!own.is_empty()).then_some(own);
+        }
         // spec 2026-07-28 subscriptions: acknowledge the subset this server honours; a type whose
         // capability is not advertised is omitted, and `false` means "not subscribed".
         let asked = params.notifications;
@@ -43,6 +69,7 @@ impl Server {
             resource_subscriptions: asked
                 .resource_subscriptions
                 .filter(|_| registry.has_resources()),
+            task_ids,
         };
         // The resources below a subscribed URI are checked at each update.
         let gate: Option<crate::hub::ReadGate> = (!io.principal.is_anonymous()
@@ -66,6 +93,7 @@ impl Server {
             self.inner.info.clone(),
             watch,
             gate,
+            io.principal.id(),
         ))
     }
 }

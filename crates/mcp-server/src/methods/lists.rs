@@ -43,6 +43,12 @@ impl Server {
             completions: registry.has_completions().then(Default::default),
             // Deprecated in 2026-07-28 but still specified: per-request logLevel is honoured.
             logging: Some(Default::default()),
+            // The tasks extension takes no settings.
+            extensions: registry.has_tasks().then(|| {
+                [(mcp_types::TASKS_EXTENSION.to_owned(), Default::default())]
+                    .into_iter()
+                    .collect()
+            }),
             ..Default::default()
         }
     }

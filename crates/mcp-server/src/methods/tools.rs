@@ -10,10 +10,13 @@ use serde_json::Value;
 use crate::Server;
 use crate::context::RequestContext;
 use crate::error::HandlerError;
+use crate::handler::ToolResult;
 use crate::mrtr::{Binding, StateError, state_error};
-use crate::registry::Registry;
+use crate::registry::{Registry, ToolEntry};
 use crate::router::Stopped;
 use crate::router::{CallFields, Outcome, Prepared, ReplyMessage, RequestIo, error_reply};
+use crate::tasks::runner::TaskCall;
+use crate::tasks::{Settled, TaskSupport};
 
 /// `tools/call` params as the router needs them. Usually assembled from what `prepare` captured
 /// in its single pass over the params; decoded whole only to explain a params object without a
@@ -75,6 +78,7 @@ impl Server {
             meta,
             name,
             call,
+            legacy,
             ..
         } = req;
         let params = match CallParams::from_prepared(name, &call, raw_params.as_deref()) {
@@ -102,6 +106,31 @@ impl Server {
         {
             return error_reply(Some(&id), &e, false);
         }
+
+        // The tasks extension: declared on this request (never in the handshake era), a call of a
+        // tool that supports tasks may become one; a tool that runs only as a task refuses others.
+        let declared = !legacy
+            && meta
+                .client_capabilities
+                .as_ref()
+                .is_some_and(|c| c.supports_extension(mcp_types::TASKS_EXTENSION));
+        let as_task = match tool.tasks.support {
+            TaskSupport::Never => false,
+            TaskSupport::Optional => declared,
+            TaskSupport::Required if declared => true,
+            TaskSupport::Required if legacy => {
+                let result = CallToolResult::error(format!(
+                    "The tool {} runs only as a task, which needs protocol revision 2026-07-28 and the {} extension.",
+                    params.name,
+                    mcp_types::TASKS_EXTENSION
+                ));
+                return self.tool_reply(&id, result, Outcome::ToolError);
+            }
+            TaskSupport::Required => {
+                let e = crate::tasks::undeclared(&format!("the tool {}", params.name));
+                return error_reply(Some(&id), &e, false);
+            }
+        };
 
         let arguments = params.arguments.unwrap_or_default();
         let binding = Binding::new("tools/call", raw_params.as_deref(), &io.principal);
@@ -134,23 +163,46 @@ impl Server {
             unreachable!("built from an object above")
         };
 
+        if as_task {
+            let call = TaskCall {
+                id: &id,
+                tool,
+                arguments,
+                meta,
+                mrtr,
+                binding: &binding,
+            };
+            return self.call_as_task(call, &io).await;
+        }
+
         let ctx = RequestContext::new(self, &io, id.clone(), "tools/call", meta, mrtr);
         let stop = ctx.deadline_token();
         let outcome = self
             .run_handler(stop, tool.handler.call(ctx, arguments), "tool")
             .await;
+        let settled = self.settle_tool(&tool, outcome);
+        self.settled_reply(&id, &binding, settled)
+    }
+
+    /// What a tool handler's run comes to: its result (checked against the tool's output
+    /// schema), a tool error, a JSON-RPC error, or input requests.
+    pub(crate) fn settle_tool(
+        &self,
+        tool: &ToolEntry,
+        outcome: Result<ToolResult, Stopped>,
+    ) -> Settled {
+        let name = &tool.def.name;
         match outcome {
-            Err(Stopped::Failed(e)) => error_reply(Some(&id), &e, false),
+            Err(Stopped::Failed(e)) => Settled::Error(e),
             // A tool that runs too long is a failure of this call the model can read, and may
             // retry with less work.
-            Err(Stopped::Deadline(limit)) => {
-                let result = CallToolResult::error(format!(
-                    "The tool {} did not finish within {} and was stopped.",
-                    params.name,
+            Err(Stopped::Deadline(limit)) => Settled::Result(
+                CallToolResult::error(format!(
+                    "The tool {name} did not finish within {} and was stopped.",
                     crate::router::human(limit)
-                ));
-                self.tool_reply(&id, result, Outcome::ToolError)
-            }
+                )),
+                Outcome::ToolError,
+            ),
             Ok(Ok(result)) => {
                 let is_error = result.is_error == Some(true);
                 if !is_error && let Some(schema) = &tool.output {
@@ -161,12 +213,10 @@ impl Server {
                         Some(v) => schema.validate(v).err(),
                     };
                     if let Some(problem) = problem {
-                        tracing::error!(tool = %params.name, %problem, "tool result does not match its outputSchema");
-                        let e = ErrorObject::internal_error(format_args!(
-                            "tool {} returned a result that does not match its outputSchema",
-                            params.name
-                        ));
-                        return error_reply(Some(&id), &e, false);
+                        tracing::error!(tool = %name, %problem, "tool result does not match its outputSchema");
+                        return Settled::Error(ErrorObject::internal_error(format_args!(
+                            "tool {name} returned a result that does not match its outputSchema"
+                        )));
                     }
                 }
                 let outcome = if is_error {
@@ -174,19 +224,36 @@ impl Server {
                 } else {
                     Outcome::Success
                 };
-                self.tool_reply(&id, result, outcome)
+                Settled::Result(result, outcome)
             }
             Ok(Err(HandlerError::Failed(message))) => {
-                self.tool_reply(&id, CallToolResult::error(message), Outcome::ToolError)
+                Settled::Result(CallToolResult::error(message), Outcome::ToolError)
             }
-            Ok(Err(HandlerError::Protocol(e))) => error_reply(Some(&id), &e, false),
-            Ok(Err(HandlerError::InputRequired(input))) => {
-                self.input_required_reply(&id, &binding, *input)
-            }
+            Ok(Err(HandlerError::Protocol(e))) => Settled::Error(e),
+            Ok(Err(HandlerError::InputRequired(input))) => Settled::Input(*input),
         }
     }
 
-    fn tool_reply(&self, id: &Id, mut result: CallToolResult, outcome: Outcome) -> ReplyMessage {
+    /// Answers a call with what its handler came to.
+    pub(crate) fn settled_reply(
+        &self,
+        id: &Id,
+        binding: &Binding<'_>,
+        settled: Settled,
+    ) -> ReplyMessage {
+        match settled {
+            Settled::Result(result, outcome) => self.tool_reply(id, result, outcome),
+            Settled::Error(e) => error_reply(Some(id), &e, false),
+            Settled::Input(input) => self.input_required_reply(id, binding, input),
+        }
+    }
+
+    pub(crate) fn tool_reply(
+        &self,
+        id: &Id,
+        mut result: CallToolResult,
+        outcome: Outcome,
+    ) -> ReplyMessage {
         result.result_type = ResultType::Complete;
         match result.meta.as_mut() {
             Some(meta) => {

@@ -27,7 +27,7 @@ pub(crate) struct Binding<'a> {
     pub(crate) method: &'static str,
     params: Option<&'a RawValue>,
     pub(crate) principal: &'a Principal,
-    digest: std::cell::OnceCell<String>,
+    digest: std::sync::OnceLock<String>,
 }
 
 impl<'a> Binding<'a> {
@@ -40,7 +40,7 @@ impl<'a> Binding<'a> {
             method,
             params,
             principal,
-            digest: std::cell::OnceCell::new(),
+            digest: std::sync::OnceLock::new(),
         }
     }
 

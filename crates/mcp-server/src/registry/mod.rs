@@ -30,11 +30,14 @@ pub(crate) struct ToolEntry {
     pub(crate) handler: Arc<dyn ToolHandler>,
     /// What a caller needs to see and call the tool.
     pub(crate) scopes: Scopes,
+    /// Whether and when its calls run as tasks.
+    pub(crate) tasks: crate::tasks::TaskPolicy,
 }
 
 impl ToolEntry {
     pub(crate) fn new(
         scoped: Scoped<Tool>,
+        tasks: crate::tasks::TaskPolicy,
         handler: Arc<dyn ToolHandler>,
     ) -> Result<Self, BuildError> {
         let Scoped { def, scopes } = scoped;
@@ -72,7 +75,18 @@ impl ToolEntry {
             param_headers,
             handler,
             scopes,
+            tasks,
         })
+    }
+
+    /// A tool served by a handler of its own (no function signature to learn schemas from).
+    pub(crate) fn from_def(
+        def: crate::ToolDef,
+        handler: Arc<dyn ToolHandler>,
+    ) -> Result<Self, BuildError> {
+        let tasks = def.task_policy();
+        let scoped = def.finish(&crate::handler::func::Shape::default())?;
+        ToolEntry::new(scoped, tasks, handler)
     }
 
     /// The tool's definition as listed by `tools/list`.
@@ -196,6 +210,13 @@ impl Registry {
 
     pub(crate) fn has_prompts(&self) -> bool {
         self.enabled.prompts || !self.prompts.is_empty()
+    }
+
+    /// Whether some tool may run as a task (the tasks extension is advertised).
+    pub(crate) fn has_tasks(&self) -> bool {
+        self.tools
+            .values()
+            .any(|t| t.tasks.support != crate::tasks::TaskSupport::Never)
     }
 
     pub(crate) fn has_completions(&self) -> bool {

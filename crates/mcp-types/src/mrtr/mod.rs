@@ -593,9 +593,9 @@ impl<'de, T: DeserializeOwned> Deserialize<'de> for ResultOrInputRequired<T> {
             Some(Value::String(kind)) => match ResultType::from(kind.as_str()) {
                 ResultType::Complete => false,
                 ResultType::InputRequired => true,
-                ResultType::Other(other) => {
+                other @ (ResultType::Task | ResultType::Other(_)) => {
                     return Err(de::Error::invalid_value(
-                        de::Unexpected::Str(&other),
+                        de::Unexpected::Str(other.as_str()),
                         &"resultType \"complete\" or \"input_required\"",
                     ));
                 }
