@@ -28,6 +28,15 @@ pub(crate) fn duration(text: &str) -> Result<Duration, String> {
     })
 }
 
+/// Parses a duration as [`duration`] does, or `off` (`None`).
+pub(crate) fn duration_or_off(text: &str) -> Result<Option<Duration>, String> {
+    if text.trim().eq_ignore_ascii_case("off") {
+        Ok(None)
+    } else {
+        duration(text).map(Some).map_err(|e| format!("{e}, or off"))
+    }
+}
+
 /// Parses an address to listen on: `PORT` (on loopback, `127.0.0.1`), or `HOST:PORT` where HOST is
 /// an IP address (`0.0.0.0`, `[::1]`) or `localhost` (`127.0.0.1`). Other host names are refused
 /// rather than resolved, so that the address bound is the one written.

@@ -2,11 +2,11 @@
 //! them.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use mcp_server::{
-    BoxFuture, HandlerError, RequestContext, Scoped, Scopes, Server, ServerBuilder, ToolResult,
-    Uri, WithScopes,
+    BoxFuture, HandlerError, RequestContext, Scoped, Scopes, Server, ServerBuilder, TaskStart,
+    TaskSupport, ToolDef, ToolResult, Uri, WithScopes,
 };
 use mcp_types::{
     CallToolResult, ContentBlock, Resource, ResourceContents, ResourceTemplate,
@@ -49,6 +49,8 @@ pub struct SqlAdapter {
 struct Inner {
     databases: Vec<Database>,
     approvals: Approvals,
+    /// How long `query` and `execute` run before they become tasks; `None`: never.
+    task_after: Option<Duration>,
 }
 
 impl std::fmt::Debug for SqlAdapter {
@@ -84,6 +86,7 @@ impl SqlAdapter {
             inner: Arc::new(Inner {
                 databases,
                 approvals: Approvals::Local(UsedApprovals::new(MAX_USED_APPROVALS)),
+                task_after: None,
             }),
         })
     }
@@ -132,6 +135,36 @@ impl SqlAdapter {
         }
     }
 
+    /// Lets `query` and `execute` calls that run longer than `after` become tasks (the tasks
+    /// extension), for clients that declare it: the client is answered with a task it polls, so
+    /// that a long report survives a dropped connection, and cancelling the task cancels the
+    /// statement on the database. Calls that finish sooner, and calls from clients without the
+    /// extension, are answered as usual; the approval of a write is asked before any task exists.
+    /// The per-call time limit still applies. Not by default. Call it before
+    /// [`with_shared_approvals`](Self::with_shared_approvals) and the like, or after: it is kept.
+    ///
+    /// # Panics
+    ///
+    /// If this adapter has been registered already (it is shared with the server then).
+    #[must_use]
+    pub fn tasks_after(mut self, after: Option<Duration>) -> SqlAdapter {
+        Arc::get_mut(&mut self.inner)
+            .expect("tasks_after is set before the adapter is registered")
+            .task_after = after;
+        self
+    }
+
+    /// The tool definition of `query` or `execute`, with the task policy.
+    fn long_tool(&self, tool: Scoped<mcp_types::Tool>) -> ToolDef {
+        let def = ToolDef::from(tool);
+        match self.inner.task_after {
+            Some(after) => def
+                .tasks(TaskSupport::Optional)
+                .task_start(TaskStart::After(after)),
+            None => def,
+        }
+    }
+
     /// The same databases, with used approvals recorded in `approvals`.
     #[cfg(any(feature = "sqlite", feature = "postgres"))]
     fn with_approvals(&self, approvals: Approvals) -> SqlAdapter {
@@ -139,6 +172,7 @@ impl SqlAdapter {
             inner: Arc::new(Inner {
                 databases: self.inner.databases.clone(),
                 approvals,
+                task_after: self.inner.task_after,
             }),
         }
     }
@@ -234,11 +268,14 @@ impl SqlAdapter {
                 self.handler(Self::describe_table),
             )
             .tool(
-                tools::query(dbs).with_scopes(read),
+                self.long_tool(tools::query(dbs).with_scopes(read)),
                 self.handler(Self::query),
             );
         if let Some(execute) = tools::execute(dbs) {
-            builder = builder.tool(execute.with_scopes(write), self.handler(Self::execute));
+            builder = builder.tool(
+                self.long_tool(execute.with_scopes(write)),
+                self.handler(Self::execute),
+            );
         }
         let cancel = CancellationToken::new();
         for db in dbs {

@@ -161,6 +161,8 @@ mod postgres;
 mod sample;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "postgres")]
+mod task_store;
 mod tools;
 mod value;
 
@@ -170,3 +172,5 @@ pub use database::{Database, PoolStats, URI_SCHEME};
 pub use error::SqlError;
 pub use ledger::LEDGER_TABLE;
 pub use sample::{SAMPLE_TABLES, SAMPLE_VIEWS, SampleOutcome, create_sample_database};
+#[cfg(feature = "postgres")]
+pub use task_store::{PgTaskStore, TASKS_TABLE};

@@ -55,6 +55,10 @@ pub(crate) struct ServerSection {
     pub state_key_file: Option<PathBuf>,
     /// A PostgreSQL URL where used write approvals are recorded, shared by every instance.
     pub approval_ledger: Option<String>,
+    /// A PostgreSQL URL where tasks are kept, shared by every instance.
+    pub task_store: Option<String>,
+    /// How long a SQL call may run before it becomes a task: a duration, or "off".
+    pub task_after: Option<SecondsOrOff>,
     /// `both` (the default: handshake-era hosts too) or `modern` (2026-07-28 only).
     pub eras: Option<ErasSetting>,
     /// How long a handler may run before it is stopped.
@@ -222,6 +226,25 @@ pub(crate) struct ObservabilitySection {
 /// A duration written as seconds (`30`, `1.5`) or with a unit (`"500ms"`, `"30s"`, `"2m"`, `"1h"`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Seconds(pub Duration);
+
+/// A duration as [`Seconds`] reads it, or the string `"off"` (`None`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SecondsOrOff(pub Option<Duration>);
+
+impl<'de> Deserialize<'de> for SecondsOrOff {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = toml::Value::deserialize(deserializer)?;
+        if value
+            .as_str()
+            .is_some_and(|s| s.trim().eq_ignore_ascii_case("off"))
+        {
+            return Ok(SecondsOrOff(None));
+        }
+        Seconds::deserialize(value)
+            .map(|s| SecondsOrOff(Some(s.0)))
+            .map_err(|e| de::Error::custom(format!("{e}, or \"off\"")))
+    }
+}
 
 impl<'de> Deserialize<'de> for Seconds {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

@@ -210,6 +210,18 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "URL")]
     approval_ledger: Option<String>,
 
+    /// A PostgreSQL URL where tasks are kept (table mcp_tasks, created if missing), so that every
+    /// instance behind a load balancer answers for every task and a task whose instance stopped
+    /// is reported failed [default: in this process's memory].
+    #[arg(long, value_name = "URL")]
+    task_store: Option<String>,
+
+    /// How long a query or execute call may run before it becomes a task the client polls, for
+    /// clients that declare the tasks extension: seconds, with a unit (500ms, 30s), or off
+    /// [default: 5s].
+    #[arg(long, value_name = "DURATION|off", value_parser = flags::duration_or_off)]
+    task_after: Option<Option<Duration>>,
+
     /// The data folder: the sample database, and the record of used write approvals
     /// (used-approvals.db) when writes are allowed [default: $MCP_DATA_DIR, else
     /// $XDG_DATA_HOME/mcp-rs, else ~/.local/share/mcp-rs].

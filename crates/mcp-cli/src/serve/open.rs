@@ -61,7 +61,9 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
     let sql = if databases.is_empty() {
         None
     } else {
-        let adapter = SqlAdapter::new(databases).context("setting up the SQL adapter")?;
+        let adapter = SqlAdapter::new(databases)
+            .context("setting up the SQL adapter")?
+            .tasks_after(settings.task_after);
         match (&settings.approval_ledger, &settings.approvals_file) {
             (Some((url, key)), _) => Some(
                 adapter
@@ -139,6 +141,13 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
     builder = builder.instructions(instructions.join("\n\n"));
     if let Some(key) = state_key {
         builder = builder.state_key(key);
+    }
+    if let Some((url, key)) = &settings.task_store {
+        let store = mcp_sql::PgTaskStore::connect(url)
+            .await
+            .with_context(|| format!("{key}: connecting to the task store"))?;
+        tracing::info!("tasks are kept in the table {}", mcp_sql::TASKS_TABLE);
+        builder = builder.task_store(store);
     }
     if let Some(sql) = &sql {
         builder = sql

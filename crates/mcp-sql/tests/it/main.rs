@@ -13,4 +13,5 @@ mod sample;
 mod scopes;
 mod sqlite;
 mod support;
+mod tasks;
 mod writes;

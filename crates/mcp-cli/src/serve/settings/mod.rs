@@ -18,7 +18,7 @@ use mcp_server::Scopes;
 use mcp_sql::{DEFAULT_DATABASE, DatabaseConfig, Limits, PostgresConfig, SqliteConfig};
 
 use super::ServeArgs;
-use super::file::{DatabaseSection, ErasSetting, FileConfig, LegacyHttpSetting};
+use super::file::{DatabaseSection, ErasSetting, FileConfig, LegacyHttpSetting, SecondsOrOff};
 use crate::logging::LogFormat;
 
 /// The default HTTP address: loopback only.
@@ -38,6 +38,8 @@ const MIN_HEADER_BYTES: usize = 4096;
 /// How long a handler may run by default: well past any query timeout, short enough that a stuck
 /// call does not hold a client for good.
 const DEFAULT_HANDLER_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long a SQL call runs before it becomes a task, by default.
+const DEFAULT_TASK_AFTER: Duration = Duration::from_secs(5);
 const DEFAULT_METRICS_PATH: &str = "/metrics";
 /// The least response memory: room for one large response of a few hundred kilobytes.
 const MIN_RESPONSE_MEMORY: usize = 1024 * 1024;
@@ -84,6 +86,10 @@ pub(crate) struct Settings {
     pub state_key: Option<KeyFile>,
     /// The shared approval ledger's URL, and the flag or key that gave it.
     pub approval_ledger: Option<(String, &'static str)>,
+    /// The shared task store's URL, and the flag or key that gave it.
+    pub task_store: Option<(String, &'static str)>,
+    /// How long a SQL call may run before it becomes a task; `None`: never.
+    pub task_after: Option<Duration>,
     /// Where used write approvals are recorded when there are writes and no shared ledger: a file
     /// in the data folder.
     pub approvals_file: Option<PathBuf>,
@@ -349,6 +355,24 @@ pub(crate) fn resolve(
     {
         return Err(format!("{key}: expected a postgres:// URL"));
     }
+
+    let task_store = match (&args.task_store, &file.server.task_store) {
+        (Some(url), _) => Some((url.clone(), "--task-store")),
+        (None, Some(url)) => Some((url.clone(), "server.task_store")),
+        (None, None) => None,
+    };
+    if let Some((url, key)) = &task_store
+        && !(url.starts_with("postgres://") || url.starts_with("postgresql://"))
+    {
+        return Err(format!("{key}: expected a postgres:// URL"));
+    }
+    let task_after = match (args.task_after, &file.server.task_after) {
+        (Some(Some(d)), _) => Some(check_positive(d, "--task-after")?),
+        (Some(None), _) => None,
+        (None, Some(SecondsOrOff(Some(d)))) => Some(check_positive(*d, "server.task_after")?),
+        (None, Some(SecondsOrOff(None))) => None,
+        (None, None) => Some(DEFAULT_TASK_AFTER),
+    };
 
     // Limits: defaults, then [limits], then the database's own, then the flags; each layer is
     // checked on its own so that the error names where the bad value was written.
@@ -623,6 +647,8 @@ pub(crate) fn resolve(
         instructions: file.server.instructions.clone(),
         state_key,
         approval_ledger,
+        task_store,
+        task_after,
         approvals_file,
         sample,
         databases,
