@@ -28,12 +28,18 @@ pub(crate) fn duration(text: &str) -> Result<Duration, String> {
     })
 }
 
-/// Parses a duration as [`duration`] does, or `off` (`None`).
-pub(crate) fn duration_or_off(text: &str) -> Result<Option<Duration>, String> {
+/// A duration, or `off`: `DurationOrOff(None)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DurationOrOff(pub Option<Duration>);
+
+/// Parses a duration as [`duration`] does, or `off`.
+pub(crate) fn duration_or_off(text: &str) -> Result<DurationOrOff, String> {
     if text.trim().eq_ignore_ascii_case("off") {
-        Ok(None)
+        Ok(DurationOrOff(None))
     } else {
-        duration(text).map(Some).map_err(|e| format!("{e}, or off"))
+        duration(text)
+            .map(|d| DurationOrOff(Some(d)))
+            .map_err(|e| format!("{e}, or off"))
     }
 }
 

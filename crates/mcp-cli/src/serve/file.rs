@@ -234,15 +234,18 @@ pub(crate) struct SecondsOrOff(pub Option<Duration>);
 impl<'de> Deserialize<'de> for SecondsOrOff {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = toml::Value::deserialize(deserializer)?;
-        if value
-            .as_str()
-            .is_some_and(|s| s.trim().eq_ignore_ascii_case("off"))
-        {
-            return Ok(SecondsOrOff(None));
+        match value.as_str() {
+            Some(s) if s.trim().eq_ignore_ascii_case("off") => Ok(SecondsOrOff(None)),
+            Some(s) => crate::flags::duration(s)
+                .map(|d| SecondsOrOff(Some(d)))
+                .map_err(|e| de::Error::custom(format!("{e}, or \"off\""))),
+            None => Seconds::deserialize(value)
+                .map(|s| SecondsOrOff(Some(s.0)))
+                .map_err(|e| {
+                    let e = e.to_string();
+                    de::Error::custom(format!("{}, or \"off\"", e.trim_end()))
+                }),
         }
-        Seconds::deserialize(value)
-            .map(|s| SecondsOrOff(Some(s.0)))
-            .map_err(|e| de::Error::custom(format!("{e}, or \"off\"")))
     }
 }
 

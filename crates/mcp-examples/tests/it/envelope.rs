@@ -131,7 +131,7 @@ async fn removed_and_unknown_methods_are_not_found() {
         "resources/subscribe",
         "resources/unsubscribe",
         "unknown/method",
-        "tasks/get",
+        "tasks/list",
     ];
     for method in methods {
         let params = json!({
@@ -145,6 +145,15 @@ async fn removed_and_unknown_methods_are_not_found() {
         let e = error(&response, -32601);
         assert!(e["message"].as_str().unwrap().contains(method), "{e}");
     }
+    // tasks/get left the core protocol for the tasks extension, which this server offers: a
+    // request that does not declare it is told which capability it lacks.
+    let response = server.call("tasks/get", json!({"taskId": "t"})).await;
+    let e = error(&response, -32021);
+    assert_eq!(
+        e["data"]["requiredCapabilities"],
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}),
+        "{e}"
+    );
     server.finish().await;
 }
 

@@ -367,8 +367,8 @@ pub(crate) fn resolve(
         return Err(format!("{key}: expected a postgres:// URL"));
     }
     let task_after = match (args.task_after, &file.server.task_after) {
-        (Some(Some(d)), _) => Some(check_positive(d, "--task-after")?),
-        (Some(None), _) => None,
+        (Some(crate::flags::DurationOrOff(Some(d))), _) => Some(check_positive(d, "--task-after")?),
+        (Some(crate::flags::DurationOrOff(None)), _) => None,
         (None, Some(SecondsOrOff(Some(d)))) => Some(check_positive(*d, "server.task_after")?),
         (None, Some(SecondsOrOff(None))) => None,
         (None, None) => Some(DEFAULT_TASK_AFTER),

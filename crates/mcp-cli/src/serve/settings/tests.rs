@@ -89,6 +89,46 @@ fn the_approval_ledger_comes_from_the_flag_or_the_file_and_must_be_postgres() {
 }
 
 #[test]
+fn the_task_store_and_the_task_threshold_come_from_the_flags_or_the_file() {
+    let s = resolve_with(&[], None).unwrap();
+    assert!(s.task_store.is_none());
+    assert_eq!(s.task_after, Some(Duration::from_secs(5)));
+    let file = "[server]\ntask_store = \"postgres://t@db/mcp\"\ntask_after = \"30s\"\n";
+    let s = resolve_with(&[], Some(file)).unwrap();
+    assert_eq!(
+        s.task_store,
+        Some(("postgres://t@db/mcp".to_owned(), "server.task_store"))
+    );
+    assert_eq!(s.task_after, Some(Duration::from_secs(30)));
+    let s = resolve_with(&["--task-after", "off"], Some(file)).unwrap();
+    assert_eq!(s.task_after, None);
+    let s = resolve_with(&["--task-after", "750ms"], None).unwrap();
+    assert_eq!(s.task_after, Some(Duration::from_millis(750)));
+    let s = resolve_with(&[], Some("[server]\ntask_after = \"off\"\n")).unwrap();
+    assert_eq!(s.task_after, None);
+    let e = resolve_with(&["--task-store", "redis://x"], None).unwrap_err();
+    assert!(
+        e.starts_with("--task-store: expected a postgres:// URL"),
+        "{e}"
+    );
+    let e = resolve_with(&["--task-after", "0"], None).unwrap_err();
+    assert!(e.contains("--task-after: must be more than zero"), "{e}");
+    let e = parse("[server]\ntask_after = \"soon\"\n").unwrap_err();
+    assert!(
+        e.starts_with("server.task_after: invalid duration \"soon\"") && e.contains("or \"off\""),
+        "{e}"
+    );
+    let e = Cli::try_parse_from(["serve", "--task-after", "later"])
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("invalid duration \"later\"") && e.contains("or off"),
+        "{e}"
+    );
+}
+
+#[test]
 fn used_approvals_are_recorded_in_the_data_folder_unless_a_ledger_is_given() {
     let s = resolve_with(&[], None).unwrap();
     assert_eq!(s.approvals_file, None, "no writes, nothing to record");
