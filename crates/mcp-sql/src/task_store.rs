@@ -136,14 +136,6 @@ fn runner_gone() -> ErrorObject {
 
 impl Shared {
     async fn open(&self) -> Result<Client, tokio_postgres::Error> {
-        let mut config = self.config.clone();
-        config.connect_timeout(CONNECT_TIMEOUT);
-        let (client, connection) = config.connect(self.tls.clone()).await?;
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::warn!(error = %e, "the task store's connection ended");
-            }
-        });
         // `active`: not in a terminal state. `record`: the whole record as JSON, read and written
         // under the row's lock.
         let create = format!(
@@ -158,18 +150,14 @@ impl Shared {
              CREATE INDEX IF NOT EXISTS {TASKS_TABLE}_owner ON {TASKS_TABLE} (owner) WHERE active; \
              CREATE INDEX IF NOT EXISTS {TASKS_TABLE}_expires ON {TASKS_TABLE} (expires_at)"
         );
-        if let Err(e) = client.batch_execute(&create).await {
-            // Two instances creating the table at once: one of them loses the race, harmlessly.
-            let raced = e.code().is_some_and(|c| {
-                *c == tokio_postgres::error::SqlState::UNIQUE_VIOLATION
-                    || *c == tokio_postgres::error::SqlState::DUPLICATE_TABLE
-                    || *c == tokio_postgres::error::SqlState::DUPLICATE_OBJECT
-            });
-            if !raced {
-                return Err(e);
-            }
-        }
-        Ok(client)
+        crate::postgres::open_own_table(
+            &self.config,
+            &self.tls,
+            CONNECT_TIMEOUT,
+            &create,
+            "task store",
+        )
+        .await
     }
 }
 

@@ -43,29 +43,18 @@ impl SharedLedger {
     }
 
     async fn open(&self) -> Result<Client, tokio_postgres::Error> {
-        let mut config = self.config.clone();
-        config.connect_timeout(CONNECT_TIMEOUT);
-        let (client, connection) = config.connect(self.tls.clone()).await?;
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::warn!(error = %e, "the approval ledger's connection ended");
-            }
-        });
         let create = format!(
             "CREATE TABLE IF NOT EXISTS {LEDGER_TABLE} \
              (nonce text PRIMARY KEY, expires_at timestamptz NOT NULL)"
         );
-        if let Err(e) = client.batch_execute(&create).await {
-            // Two instances creating the table at once: one of them loses the race, harmlessly.
-            let raced = e.code().is_some_and(|c| {
-                *c == tokio_postgres::error::SqlState::UNIQUE_VIOLATION
-                    || *c == tokio_postgres::error::SqlState::DUPLICATE_TABLE
-            });
-            if !raced {
-                return Err(e);
-            }
-        }
-        Ok(client)
+        crate::postgres::open_own_table(
+            &self.config,
+            &self.tls,
+            CONNECT_TIMEOUT,
+            &create,
+            "approval ledger",
+        )
+        .await
     }
 
     pub(super) async fn consume(&self, nonce: &str, state_ttl: Duration) -> Result<(), Spent> {

@@ -75,6 +75,38 @@ pub(crate) struct PgDb {
     writer: Option<PgPool>,
 }
 
+/// Connects for one of the adapter's own tables (the approval ledger, the task store): within
+/// `timeout`, the connection driven by a task of its own (its end logged as `what`'s), then `ddl`
+/// run to create the table if it is missing. Two instances creating it at once is not an error.
+pub(crate) async fn open_own_table(
+    config: &tokio_postgres::Config,
+    tls: &PgTls,
+    timeout: Duration,
+    ddl: &str,
+    what: &'static str,
+) -> Result<Client, tokio_postgres::Error> {
+    let mut config = config.clone();
+    config.connect_timeout(timeout);
+    let (client, connection) = config.connect(tls.clone()).await?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::warn!(error = %e, "the {what}'s connection ended");
+        }
+    });
+    if let Err(e) = client.batch_execute(ddl).await {
+        // The loser of a race between two instances creating the table sees one of these.
+        let raced = e.code().is_some_and(|c| {
+            *c == SqlState::UNIQUE_VIOLATION
+                || *c == SqlState::DUPLICATE_TABLE
+                || *c == SqlState::DUPLICATE_OBJECT
+        });
+        if !raced {
+            return Err(e);
+        }
+    }
+    Ok(client)
+}
+
 /// A connection string and the TLS settings laid over it, made ready to connect with.
 pub(crate) fn prepare(
     url: &str,
