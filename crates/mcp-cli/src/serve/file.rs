@@ -57,6 +57,8 @@ pub(crate) struct ServerSection {
     pub approval_ledger: Option<String>,
     /// A PostgreSQL URL where tasks are kept, shared by every instance.
     pub task_store: Option<String>,
+    /// How long an instance may go without a heartbeat before its tasks are reported failed.
+    pub task_runner_timeout: Option<Seconds>,
     /// How long a SQL call may run before it becomes a task: a duration, or "off".
     pub task_after: Option<SecondsOrOff>,
     /// `both` (the default: handshake-era hosts too) or `modern` (2026-07-28 only).

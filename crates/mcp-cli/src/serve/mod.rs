@@ -216,6 +216,12 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "URL")]
     task_store: Option<String>,
 
+    /// With --task-store: how long an instance may go without a heartbeat (each sends one every
+    /// 2 seconds) before the tasks it was running are reported failed, for instances that crash
+    /// or lose the database: seconds, or with a unit, at least 5s [default: 30s].
+    #[arg(long, value_name = "DURATION", value_parser = flags::duration)]
+    task_runner_timeout: Option<Duration>,
+
     /// How long a query or execute call may run before it becomes a task the client polls, for
     /// clients that declare the tasks extension: seconds, with a unit (500ms, 30s), or off
     /// [default: 5s].

@@ -145,7 +145,8 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
     if let Some((url, key)) = &settings.task_store {
         let store = mcp_sql::PgTaskStore::connect(url)
             .await
-            .with_context(|| format!("{key}: connecting to the task store"))?;
+            .with_context(|| format!("{key}: connecting to the task store"))?
+            .runner_timeout(settings.task_runner_timeout);
         tracing::info!("tasks are kept in the table {}", mcp_sql::TASKS_TABLE);
         builder = builder.task_store(store);
     }

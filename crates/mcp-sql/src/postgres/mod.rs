@@ -93,7 +93,9 @@ pub(crate) async fn open_own_table(
             tracing::warn!(error = %e, "the {what}'s connection ended");
         }
     });
-    if let Err(e) = client.batch_execute(ddl).await {
+    // "already exists, skipping" notices are not worth a log line at every start.
+    let ddl = format!("SET client_min_messages TO warning; {ddl}");
+    if let Err(e) = client.batch_execute(&ddl).await {
         // The loser of a race between two instances creating the table sees one of these.
         let raced = e.code().is_some_and(|c| {
             *c == SqlState::UNIQUE_VIOLATION

@@ -38,6 +38,10 @@ const MIN_HEADER_BYTES: usize = 4096;
 /// How long a handler may run by default: well past any query timeout, short enough that a stuck
 /// call does not hold a client for good.
 const DEFAULT_HANDLER_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long an instance may go without a heartbeat before its tasks are failed, by default, and at
+/// least (the heartbeat comes every two seconds).
+const DEFAULT_TASK_RUNNER_TIMEOUT: Duration = Duration::from_secs(30);
+const MIN_TASK_RUNNER_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a SQL call runs before it becomes a task, by default.
 const DEFAULT_TASK_AFTER: Duration = Duration::from_secs(5);
 const DEFAULT_METRICS_PATH: &str = "/metrics";
@@ -88,6 +92,8 @@ pub(crate) struct Settings {
     pub approval_ledger: Option<(String, &'static str)>,
     /// The shared task store's URL, and the flag or key that gave it.
     pub task_store: Option<(String, &'static str)>,
+    /// How long an instance of the shared task store may go without a heartbeat.
+    pub task_runner_timeout: Duration,
     /// How long a SQL call may run before it becomes a task; `None`: never.
     pub task_after: Option<Duration>,
     /// Where used write approvals are recorded when there are writes and no shared ledger: a file
@@ -366,6 +372,26 @@ pub(crate) fn resolve(
     {
         return Err(format!("{key}: expected a postgres:// URL"));
     }
+    let task_runner_timeout = match (args.task_runner_timeout, &file.server.task_runner_timeout) {
+        (Some(d), _) => Some((d, "--task-runner-timeout")),
+        (None, Some(s)) => Some((s.0, "server.task_runner_timeout")),
+        (None, None) => None,
+    };
+    let task_runner_timeout = match task_runner_timeout {
+        Some((_, key)) if task_store.is_none() => {
+            return Err(format!(
+                "{key}: only with a shared task store (--task-store or server.task_store)"
+            ));
+        }
+        Some((d, key)) if d < MIN_TASK_RUNNER_TIMEOUT => {
+            return Err(format!(
+                "{key}: must be at least {}s, several heartbeats (one every 2s)",
+                MIN_TASK_RUNNER_TIMEOUT.as_secs()
+            ));
+        }
+        Some((d, _)) => d,
+        None => DEFAULT_TASK_RUNNER_TIMEOUT,
+    };
     let task_after = match (args.task_after, &file.server.task_after) {
         (Some(crate::flags::DurationOrOff(Some(d))), _) => Some(check_positive(d, "--task-after")?),
         (Some(crate::flags::DurationOrOff(None)), _) => None,
@@ -648,6 +674,7 @@ pub(crate) fn resolve(
         state_key,
         approval_ledger,
         task_store,
+        task_runner_timeout,
         task_after,
         approvals_file,
         sample,

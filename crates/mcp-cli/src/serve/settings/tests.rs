@@ -106,6 +106,19 @@ fn the_task_store_and_the_task_threshold_come_from_the_flags_or_the_file() {
     assert_eq!(s.task_after, Some(Duration::from_millis(750)));
     let s = resolve_with(&[], Some("[server]\ntask_after = \"off\"\n")).unwrap();
     assert_eq!(s.task_after, None);
+    assert_eq!(s.task_runner_timeout, Duration::from_secs(30));
+    let s = resolve_with(&["--task-runner-timeout", "10s"], Some(file)).unwrap();
+    assert_eq!(s.task_runner_timeout, Duration::from_secs(10));
+    let e = resolve_with(&["--task-runner-timeout", "10s"], None).unwrap_err();
+    assert!(
+        e.starts_with("--task-runner-timeout: only with a shared task store"),
+        "{e}"
+    );
+    let e = resolve_with(&["--task-runner-timeout", "2s"], Some(file)).unwrap_err();
+    assert!(
+        e.starts_with("--task-runner-timeout: must be at least 5s"),
+        "{e}"
+    );
     let e = resolve_with(&["--task-store", "redis://x"], None).unwrap_err();
     assert!(
         e.starts_with("--task-store: expected a postgres:// URL"),
