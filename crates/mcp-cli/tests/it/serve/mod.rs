@@ -12,6 +12,7 @@ mod host_policy;
 mod https;
 mod limits;
 mod observe;
+mod pg_restart;
 mod postgres;
 mod postgres_tls;
 mod sqlite;

@@ -21,7 +21,7 @@ const PLACES: &[&str] = &[
 ];
 
 /// Where `program` is: on `PATH` or in one of [`PLACES`].
-fn find(program: &str) -> Option<PathBuf> {
+pub(super) fn find(program: &str) -> Option<PathBuf> {
     let from_path = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
         .unwrap_or_default();
@@ -33,7 +33,7 @@ fn find(program: &str) -> Option<PathBuf> {
 }
 
 /// Whether PostgreSQL's server binaries are installed, as `mcp_testenv::require` reports it.
-fn server_binaries() -> bool {
+pub(super) fn server_binaries() -> bool {
     mcp_testenv::require(
         find("initdb").is_some() && find("postgres").is_some(),
         "PostgreSQL's server binaries (initdb, postgres) are not installed",
@@ -42,7 +42,7 @@ fn server_binaries() -> bool {
     )
 }
 
-fn is_root() -> bool {
+pub(super) fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
         .output()
@@ -51,7 +51,7 @@ fn is_root() -> bool {
 
 /// `program`, run as the `postgres` user when this test runs as root (initdb and postgres refuse
 /// to run as root).
-fn as_cluster_user(program: &Path) -> Command {
+pub(super) fn as_cluster_user(program: &Path) -> Command {
     if is_root() {
         let mut command = Command::new("runuser");
         command.args(["-u", "postgres", "--"]).arg(program);
