@@ -5,6 +5,7 @@ mod listen;
 mod lists;
 mod prompts;
 mod resources;
+mod strict;
 mod tools;
 
 use mcp_jsonrpc::{ErrorObject, RawValue};
@@ -22,5 +23,8 @@ pub(crate) fn params<'a, T: serde::Deserialize<'a>>(
 pub(crate) fn decode<'a, T: serde::Deserialize<'a>>(
     raw: Option<&'a RawValue>,
 ) -> Result<T, ErrorObject> {
-    serde_json::from_str(raw.map_or("{}", RawValue::get)).map_err(ErrorObject::invalid_params)
+    let mut de = serde_json::Deserializer::from_str(raw.map_or("{}", RawValue::get));
+    let value = T::deserialize(strict::Strict(&mut de)).map_err(ErrorObject::invalid_params)?;
+    de.end().map_err(ErrorObject::invalid_params)?;
+    Ok(value)
 }

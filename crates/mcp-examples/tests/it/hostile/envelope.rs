@@ -353,6 +353,53 @@ async fn params_that_are_not_an_object_are_invalid_requests_with_the_id_echoed()
 }
 
 #[tokio::test]
+async fn arrays_in_place_of_nested_objects_are_invalid_params() {
+    // serde reads a struct from an array by position; params are objects at every depth.
+    let listen = |what: &'static str, notifications: Value| {
+        let params =
+            json!({"_meta": meta_with_caps(default_caps()), "notifications": notifications});
+        Case::json(
+            what,
+            &raw(json!(what), "subscriptions/listen", params),
+            -32602,
+            Some(json!(what)),
+        )
+        .says("invalid type: sequence")
+        .header("mcp-method", "subscriptions/listen")
+        .without("mcp-name")
+        // Read by the method, after the request was accepted: the error is the response.
+        .status(200)
+    };
+    let complete = |what: &'static str, reference: Value| {
+        let params = json!({
+            "_meta": meta_with_caps(default_caps()),
+            "ref": reference,
+            "argument": {"name": "a", "value": "b"},
+        });
+        Case::json(
+            what,
+            &raw(json!(what), "completion/complete", params),
+            -32602,
+            Some(json!(what)),
+        )
+        .says("invalid type: sequence")
+        .header("mcp-method", "completion/complete")
+        .without("mcp-name")
+        // Read by the method, after the request was accepted: the error is the response.
+        .status(200)
+    };
+    both(vec![
+        listen("a listen filter as an array", json!([true])),
+        listen("an empty listen filter array", json!([])),
+        complete(
+            "a completion reference as an array",
+            json!(["ref/prompt", "test_simple_prompt"]),
+        ),
+    ])
+    .await;
+}
+
+#[tokio::test]
 async fn a_malformed_meta_or_protocol_version_is_refused() {
     const PV: &str = "io.modelcontextprotocol/protocolVersion";
     const CAPS: &str = "io.modelcontextprotocol/clientCapabilities";
