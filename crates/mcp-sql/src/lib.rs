@@ -142,7 +142,7 @@
 // errors) has no caller, and the engine methods leave their arguments unused. That build only has
 // to compile, so its dead code is allowed rather than gated item by item.
 #![cfg_attr(
-    not(any(feature = "sqlite", feature = "postgres")),
+    not(any(feature = "sqlite", feature = "postgres", feature = "mysql")),
     allow(dead_code, unused_variables)
 )]
 
@@ -155,6 +155,8 @@ mod database;
 mod engine;
 mod error;
 mod ledger;
+#[cfg(feature = "mysql")]
+mod mysql;
 mod output;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -165,7 +167,7 @@ mod tools;
 mod value;
 
 pub use adapter::{DEFAULT_DATABASE, SqlAdapter};
-pub use config::{DatabaseConfig, Limits, PostgresConfig, SqliteConfig, SslMode};
+pub use config::{DatabaseConfig, Limits, MysqlConfig, PostgresConfig, SqliteConfig, SslMode};
 pub use database::{Database, PoolStats, URI_SCHEME};
 pub use error::SqlError;
 pub use ledger::LEDGER_TABLE;
