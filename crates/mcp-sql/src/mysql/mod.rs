@@ -443,52 +443,57 @@ async fn prepare_statement(
     Ok(stmt)
 }
 
-/// The result columns of a statement, with how each is decoded. On MariaDB, text columns of a
-/// table are looked up once for a `json_valid` check, which is how MariaDB keeps JSON columns.
-async fn columns(
+/// A table column known to hold JSON: schema, table and column names.
+type JsonColumn = (String, String, String);
+
+/// On MariaDB, the JSON columns among the tables a prepared statement's result reads from: MariaDB
+/// keeps a JSON column as LONGTEXT with a `json_valid` check, and its result metadata carries no
+/// mark of it. One catalog lookup per table with such a text column.
+async fn json_columns(
     conn: &mut Conn,
     flavor: Flavor,
     stmt: &Statement,
-) -> Result<(Vec<Column>, Vec<Kind>), mysql_async::Error> {
-    let meta = stmt.columns();
-    let mut json = vec![false; meta.len()];
-    if flavor == Flavor::MariaDb {
-        let mut looked_up: Vec<((String, String), Vec<String>)> = Vec::new();
-        for (i, c) in meta.iter().enumerate() {
-            let long_text = matches!(
-                c.column_type(),
-                mysql_async::consts::ColumnType::MYSQL_TYPE_BLOB
-                    | mysql_async::consts::ColumnType::MYSQL_TYPE_LONG_BLOB
-            ) && c.character_set() != 63;
-            let (schema, table) = (c.schema_str(), c.org_table_str());
-            if !long_text || schema.is_empty() || table.is_empty() {
-                continue;
-            }
-            let key = (schema.into_owned(), table.into_owned());
-            let known = match looked_up.iter().find(|(k, _)| *k == key) {
-                Some((_, names)) => names.clone(),
-                None => {
-                    let names = catalog::mariadb_json_columns(conn, &key.0, &key.1).await?;
-                    looked_up.push((key, names.clone()));
-                    names
-                }
-            };
-            json[i] = known.iter().any(|n| *n == c.org_name_str());
-        }
+) -> Result<Vec<JsonColumn>, mysql_async::Error> {
+    let mut found = Vec::new();
+    if flavor != Flavor::MariaDb {
+        return Ok(found);
     }
-    Ok(meta
-        .iter()
-        .zip(json)
-        .map(|(c, json)| {
+    let mut looked_up: Vec<(String, String)> = Vec::new();
+    for c in stmt.columns().iter() {
+        let long_text = matches!(
+            c.column_type(),
+            mysql_async::consts::ColumnType::MYSQL_TYPE_BLOB
+                | mysql_async::consts::ColumnType::MYSQL_TYPE_LONG_BLOB
+        ) && c.character_set() != 63;
+        let key = (c.schema_str().into_owned(), c.org_table_str().into_owned());
+        if !long_text || key.0.is_empty() || key.1.is_empty() || looked_up.contains(&key) {
+            continue;
+        }
+        for name in catalog::mariadb_json_columns(conn, &key.0, &key.1).await? {
+            found.push((key.0.clone(), key.1.clone(), name));
+        }
+        looked_up.push(key);
+    }
+    Ok(found)
+}
+
+/// The columns of a result as it came (a prepared statement's own metadata may lack them, as for
+/// `INSERT ... RETURNING`), with how each is decoded.
+fn columns(meta: &[mysql_async::Column], json: &[JsonColumn]) -> (Vec<Column>, Vec<Kind>) {
+    meta.iter()
+        .map(|c| {
+            let is_json = json.iter().any(|(s, t, n)| {
+                *s == c.schema_str() && *t == c.org_table_str() && *n == c.org_name_str()
+            });
             (
                 Column {
                     name: c.name_str().into_owned(),
-                    ty: Some(types::type_name(c, json)),
+                    ty: Some(types::type_name(c, is_json)),
                 },
-                types::kind(c, json),
+                types::kind(c, is_json),
             )
         })
-        .unzip())
+        .unzip()
 }
 
 /// One row as JSON, or `None` when a value is larger than `cap` bytes.
@@ -559,11 +564,12 @@ async fn read(
     let limit = limits.timeout;
     let fail = |e: mysql_async::Error| Failure::my(&e, limit, flavor);
     let stmt = prepare_statement(conn, flavor, sql, params, limit).await?;
-    let (columns, kinds) = columns(conn, flavor, &stmt).await.map_err(fail)?;
+    let json = json_columns(conn, flavor, &stmt).await.map_err(fail)?;
     let cap = limits.value_cap();
     let mut collector = Collector::new(limits.max_rows, limits.max_bytes);
     let started = Instant::now();
     let mut result = conn.exec_iter(&stmt, bind(params)).await.map_err(fail)?;
+    let (columns, kinds) = columns(result.columns_ref(), &json);
     let mut complete = true;
     while let Some(row) = result.next().await.map_err(fail)? {
         let Some(values) = values(row, &kinds, cap) else {
@@ -639,12 +645,15 @@ async fn write(
     let limit = limits.timeout;
     let fail = |e: mysql_async::Error| Failure::my(&e, limit, flavor);
     let stmt = prepare_statement(conn, flavor, sql, params, limit).await?;
-    let (columns, kinds) = columns(conn, flavor, &stmt).await.map_err(fail)?;
+    let json = json_columns(conn, flavor, &stmt).await.map_err(fail)?;
     let cap = limits.value_cap();
     let mut collector = Collector::new(limits.max_rows, limits.max_bytes);
     let started = Instant::now();
     let mut result = conn.exec_iter(&stmt, bind(params)).await.map_err(fail)?;
+    let (columns, kinds) = columns(result.columns_ref(), &json);
+    let mut seen: u64 = 0;
     while let Some(row) = result.next().await.map_err(fail)? {
+        seen += 1;
         if collector.wants_more() {
             match values(row, &kinds, cap) {
                 Some(values) => {
@@ -654,7 +663,12 @@ async fn write(
             }
         }
     }
-    let affected = result.affected_rows();
+    // A statement that returns rows (`INSERT ... RETURNING`, `DELETE ... RETURNING`) ends with no
+    // count of its own: each returned row is a row it changed.
+    let affected = match result.affected_rows() {
+        0 if !columns.is_empty() => seen,
+        n => n,
+    };
     result.drop_result().await.map_err(fail)?;
     // Rolled back by the caller, not committed.
     out_of_time(started, limit)?;
