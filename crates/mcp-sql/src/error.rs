@@ -85,9 +85,9 @@ pub enum SqlError {
         target: String,
         /// What the server said, or what the connection met, in words.
         message: String,
-        /// What the driver or server said.
+        /// What the driver or server said (boxed: the driver's error is large).
         #[source]
-        source: mysql_async::Error,
+        source: Box<mysql_async::Error>,
     },
     /// The MySQL or MariaDB account holds privileges that escape a read-only transaction.
     #[error(

@@ -42,7 +42,7 @@ pub(crate) fn setup_error(
         database: database.to_owned(),
         target: format!("{} ", prepared.target),
         message: describe(&source, prepared),
-        source,
+        source: Box::new(source),
     }
 }
 

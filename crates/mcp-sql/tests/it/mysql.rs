@@ -241,7 +241,6 @@ async fn every_column_type_maps_to_json() {
          INSERT INTO extras VALUES ('::1', '123e4567-e89b-12d3-a456-426655440000');;",
     )
     .await;
-    fx.exec(&format!("SET SESSION sql_mode = ''")).await;
     let client = client(fx.reader_url(), Limits::default()).await;
     let cases: Vec<(&str, Value, Vec<&str>)> = vec![
         (
