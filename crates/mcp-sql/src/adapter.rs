@@ -449,6 +449,7 @@ impl SqlAdapter {
                     "Too many approvals are outstanding; nothing was run. Try again in a few minutes.",
                 ));
             }
+            #[cfg(any(feature = "sqlite", feature = "postgres"))]
             Err(Spent::Unavailable(why)) => {
                 tracing::error!(error = %why, "the approval ledger could not record an approval");
                 return Ok(CallToolResult::error(

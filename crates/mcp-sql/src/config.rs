@@ -194,9 +194,10 @@ impl PostgresConfig {
 ///
 /// TLS takes the same settings as PostgreSQL's ([`SslMode`], in the URL as `sslmode` or MySQL's
 /// `ssl-mode`, or [`ssl_mode`](Self::ssl_mode), which wins): a server on a loopback address is
-/// reached without TLS unless a mode is set, and any other server with `verify-full`. `prefer` is
-/// not supported for MySQL (the driver cannot fall back to cleartext): it is refused with a
-/// message. The trusted CAs are those of the CA file (`sslrootcert` or `ssl-ca` in the URL, or
+/// reached without TLS unless a mode is set, and any other server with `verify-full`. Two modes
+/// are not supported for MySQL and are refused with a message: `prefer` (the driver cannot fall
+/// back to cleartext) and `verify-ca` (it cannot check the issuer while forgiving the host name);
+/// `require` with a CA file checks the whole certificate, name included. The trusted CAs are those of the CA file (`sslrootcert` or `ssl-ca` in the URL, or
 /// [`ssl_root_cert`](Self::ssl_root_cert)), else the system's.
 #[derive(Clone, Debug)]
 #[non_exhaustive]

@@ -119,8 +119,9 @@
 //! ```
 //!
 //! MySQL takes the same TLS settings ([`MysqlConfig::ssl_mode`], [`MysqlConfig::ssl_root_cert`],
-//! or `sslmode`/`ssl-mode` and `sslrootcert`/`ssl-ca` in the URL), except `prefer`, which the
-//! driver cannot do and which is refused.
+//! or `sslmode`/`ssl-mode` and `sslrootcert`/`ssl-ca` in the URL), except `prefer` and
+//! `verify-ca`, which the driver cannot do and which are refused; `require` with a CA file checks
+//! the whole certificate, name included.
 //!
 //! PostgreSQL is reached over TLS with rustls, as libpq's `sslmode` says ([`SslMode`], in the URL
 //! or [`PostgresConfig::ssl_mode`]): `verify-full` by default for a server that is not on a

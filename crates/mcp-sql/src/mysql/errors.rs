@@ -75,21 +75,26 @@ pub(crate) fn describe(error: &mysql_async::Error, prepared: &Prepared) -> Strin
     let at = address(prepared);
     match error {
         mysql_async::Error::Server(e) => format!("{} (error {})", e.message, e.code),
-        mysql_async::Error::Io(mysql_async::IoError::Io(io)) => match io.kind() {
-            std::io::ErrorKind::ConnectionRefused => {
-                format!("connection refused at {at}: is MySQL running there?")
+        mysql_async::Error::Io(mysql_async::IoError::Io(io))
+            if !io.to_string().contains("peer certificate") =>
+        {
+            match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => {
+                    format!("connection refused at {at}: is MySQL running there?")
+                }
+                std::io::ErrorKind::TimedOut => format!("no answer from {at} (timed out)"),
+                _ => format!("cannot connect to {at}: {io}"),
             }
-            std::io::ErrorKind::TimedOut => format!("no answer from {at} (timed out)"),
-            _ => format!("cannot connect to {at}: {io}"),
-        },
-        mysql_async::Error::Io(mysql_async::IoError::Tls(tls)) => {
-            let mut text = format!("TLS with {at}: {tls}");
+        }
+        // rustls's verdict reaches the driver as an I/O error of the handshake.
+        mysql_async::Error::Io(io) => {
+            let mut text = format!("TLS with {at}: {io}");
             if text.contains("UnknownIssuer") {
                 text.push_str(
-                    " (the server's certificate is not signed by a trusted CA: give its CA file \
-                     with sslrootcert)",
+                    " (the server's certificate is not signed by a trusted CA: the CA file given \
+                     with sslrootcert, else the system's CA certificates)",
                 );
-            } else if text.contains("NotValidForName") {
+            } else if text.contains("NotValidForName") || text.contains("not valid for name") {
                 text.push_str(&format!(
                     " (the certificate is not for the host name {}: connect by a name it \
                      holds, or use sslmode verify-ca)",

@@ -12,6 +12,7 @@ mod host_policy;
 mod https;
 mod limits;
 mod mysql;
+mod mysql_tls;
 mod observe;
 mod postgres;
 mod postgres_tls;
