@@ -140,6 +140,28 @@ async fn list_describe_and_query() {
         .await;
     assert!(tool_error(&missing).contains("list_tables"), "{missing}");
 
+    // Every table is a resource: sql://main/DATABASE/TABLE, its description as JSON.
+    let list = client.request("resources/list", json!({})).await;
+    let uris: Vec<&str> = list["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    assert!(
+        uris.contains(&format!("sql://main/{d}/orders").as_str()),
+        "{list}"
+    );
+    let read = client
+        .request(
+            "resources/read",
+            json!({"uri": format!("sql://main/{d}/orders")}),
+        )
+        .await;
+    let schema: Value =
+        serde_json::from_str(read["contents"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(schema["foreign_keys"][0]["references_table"], "customers");
+
     let result = client
         .call(
             "query",
@@ -416,6 +438,8 @@ async fn every_read_only_bypass_is_refused_and_nothing_changes() {
             ("SET GLOBAL max_connections = 1".into(), "Refused"),
             (format!("SELECT * FROM customers INTO OUTFILE '{}'", outfile.display()), "Refused"),
             ("LOAD DATA INFILE '/etc/passwd' INTO TABLE notes".into(), "Refused"),
+            // A file of this machine is never sent: the driver has no handler for it.
+            ("LOAD DATA LOCAL INFILE '/etc/passwd' INTO TABLE notes".into(), ""),
             ("DO SLEEP(60)".into(), "stopped after 1500 ms"),
             ("SELECT SLEEP(60)".into(), "stopped after 1500 ms"),
             (

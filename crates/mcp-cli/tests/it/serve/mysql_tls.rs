@@ -173,7 +173,10 @@ fn mysql_over_tls_is_verified_fully_and_refused_clearly() {
     };
 
     // verify-full with the CA file, in the URL: served, over TLS.
-    let url = server.url("127.0.0.1", &format!("sslmode=verify-full&sslrootcert={ca}"));
+    let url = server.url(
+        "127.0.0.1",
+        &format!("sslmode=verify-full&sslrootcert={ca}"),
+    );
     let serve = Serve::start(scratch.path(), &["--db", &url]);
     let pets = serve.query("select name from pets order by id");
     assert_eq!(rows(&pets).len(), 2, "{pets}");
@@ -191,7 +194,10 @@ fn mysql_over_tls_is_verified_fully_and_refused_clearly() {
     )
     .unwrap();
     let serve = Serve::start(scratch.path(), &["--config", config.to_str().unwrap()]);
-    assert_eq!(rows(&serve.query("select count(*) as n from pets"))[0][0], 2);
+    assert_eq!(
+        rows(&serve.query("select count(*) as n from pets"))[0][0],
+        2
+    );
     drop(serve);
 
     // MySQL's own names for the settings; `REQUIRED` without a CA file encrypts, unchecked.
@@ -215,7 +221,10 @@ fn mysql_over_tls_is_verified_fully_and_refused_clearly() {
     );
 
     // A host name the certificate is not for (it is for db.example and 127.0.0.1).
-    let url = server.url("localhost", &format!("sslmode=verify-full&sslrootcert={ca}"));
+    let url = server.url(
+        "localhost",
+        &format!("sslmode=verify-full&sslrootcert={ca}"),
+    );
     let run = serve_refused(scratch.path(), &["--http", "127.0.0.1:0", "--db", &url]);
     assert!(
         run.stderr
@@ -229,7 +238,8 @@ fn mysql_over_tls_is_verified_fully_and_refused_clearly() {
     let url = server.url("localhost", &format!("sslmode=verify-ca&sslrootcert={ca}"));
     let run = serve_refused(scratch.path(), &["--http", "127.0.0.1:0", "--db", &url]);
     assert!(
-        run.stderr.contains("sslmode verify-ca is not supported for MySQL"),
+        run.stderr
+            .contains("sslmode verify-ca is not supported for MySQL"),
         "{}",
         run.stderr
     );
@@ -253,7 +263,8 @@ fn mysql_over_tls_is_verified_fully_and_refused_clearly() {
     let url = server.url("127.0.0.1", "sslmode=prefer");
     let run = serve_refused(scratch.path(), &["--http", "127.0.0.1:0", "--db", &url]);
     assert!(
-        run.stderr.contains("sslmode prefer is not supported for MySQL"),
+        run.stderr
+            .contains("sslmode prefer is not supported for MySQL"),
         "{}",
         run.stderr
     );
