@@ -509,12 +509,17 @@ impl MyFixture {
             .await
             .unwrap();
         admin.query_drop(format!("USE `{db}`")).await.unwrap();
+        // From here on, dropping the fixture (a failed setup statement panics) drops it all.
+        let fx = MyFixture {
+            admin: tokio::sync::Mutex::new(admin),
+            db,
+            reader,
+            writer,
+        };
         for statement in setup.split(";;").map(str::trim).filter(|s| !s.is_empty()) {
-            admin
-                .query_drop(statement)
-                .await
-                .unwrap_or_else(|e| panic!("{statement}: {e}"));
+            fx.exec(statement).await;
         }
+        let (db, reader, writer) = (&fx.db, &fx.reader, &fx.writer);
         for statement in [
             format!("CREATE USER '{reader}'@'%'"),
             format!("CREATE USER '{writer}'@'%'"),
@@ -525,14 +530,9 @@ impl MyFixture {
                  ON `{db}`.* TO '{writer}'@'%'"
             ),
         ] {
-            admin.query_drop(&statement).await.unwrap();
+            fx.exec(&statement).await;
         }
-        MyFixture {
-            admin: tokio::sync::Mutex::new(admin),
-            db,
-            reader,
-            writer,
-        }
+        fx
     }
 
     pub fn reader_url(&self) -> String {

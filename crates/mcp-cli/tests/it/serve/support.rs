@@ -553,14 +553,24 @@ impl My {
         let db = unique("mcp_cli_t");
         let reader = format!("{db}_r");
         let writer = format!("{db}_w");
-        let mut statements = vec![format!("CREATE DATABASE `{db}`"), format!("USE `{db}`")];
-        statements.extend(
-            setup
-                .split(";;")
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned),
-        );
+        for statement in [format!("CREATE DATABASE `{db}`"), format!("USE `{db}`")] {
+            runtime.block_on(admin.query_drop(statement)).unwrap();
+        }
+        // From here on, dropping the fixture (a failed setup statement panics) drops it all.
+        let my = My {
+            runtime,
+            admin: std::cell::RefCell::new(admin),
+            db,
+            reader,
+            writer,
+        };
+        let mut statements: Vec<String> = setup
+            .split(";;")
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect();
+        let (db, reader, writer) = (&my.db, &my.reader, &my.writer);
         statements.extend([
             format!("CREATE USER '{reader}'@'%'"),
             format!("CREATE USER '{writer}'@'%'"),
@@ -568,17 +578,12 @@ impl My {
             format!("GRANT SELECT, INSERT, UPDATE, DELETE ON `{db}`.* TO '{writer}'@'%'"),
         ]);
         for statement in statements {
-            runtime
+            let mut admin = my.admin.borrow_mut();
+            my.runtime
                 .block_on(admin.query_drop(&statement))
                 .unwrap_or_else(|e| panic!("{statement}: {e}"));
         }
-        My {
-            runtime,
-            admin: std::cell::RefCell::new(admin),
-            db,
-            reader,
-            writer,
-        }
+        my
     }
 
     /// The first column of the first row of `sql`, as text (NULL as empty).
