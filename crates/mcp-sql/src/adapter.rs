@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{self, Decision, Spent, UsedApprovals};
-use crate::config::{DatabaseConfig, PostgresConfig, SqliteConfig};
+use crate::config::{DatabaseConfig, MysqlConfig, PostgresConfig, SqliteConfig};
 use crate::database::Database;
 use crate::engine::CatalogEntry;
 use crate::error::{ExecError, SqlError};
@@ -193,6 +193,15 @@ impl SqlAdapter {
         config: DatabaseConfig,
     ) -> Result<SqlAdapter, SqlError> {
         Self::new([Database::postgres(DEFAULT_DATABASE, postgres, config).await?])
+    }
+
+    /// An adapter over one MySQL or MariaDB database, named [`DEFAULT_DATABASE`]. Without the
+    /// `mysql` feature this is [`SqlError::EngineNotCompiled`].
+    pub async fn mysql(
+        mysql: impl Into<MysqlConfig>,
+        config: DatabaseConfig,
+    ) -> Result<SqlAdapter, SqlError> {
+        Self::new([Database::mysql(DEFAULT_DATABASE, mysql, config).await?])
     }
 
     /// The databases, in the order given.
@@ -477,6 +486,7 @@ impl SqlAdapter {
                     "Too many approvals are outstanding; nothing was run. Try again in a few minutes.",
                 ));
             }
+            #[cfg(any(feature = "sqlite", feature = "postgres"))]
             Err(Spent::Unavailable(why)) => {
                 tracing::error!(error = %why, "the approval ledger could not record an approval");
                 return Ok(CallToolResult::error(

@@ -136,7 +136,9 @@ pub(crate) enum Spent {
     AlreadyUsed,
     /// Too many approvals are outstanding to remember another.
     Full,
-    /// The shared ledger could not record it (so nothing runs).
+    /// The shared ledger could not record it (so nothing runs). Only the ledgers of the SQLite
+    /// and PostgreSQL features record outside memory.
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
     Unavailable(String),
 }
 

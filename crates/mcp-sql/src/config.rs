@@ -190,6 +190,54 @@ impl PostgresConfig {
     }
 }
 
+/// How to connect to a MySQL or MariaDB server.
+///
+/// TLS takes the same settings as PostgreSQL's ([`SslMode`], in the URL as `sslmode` or MySQL's
+/// `ssl-mode`, or [`ssl_mode`](Self::ssl_mode), which wins): a server on a loopback address is
+/// reached without TLS unless a mode is set, and any other server with `verify-full`. Two modes
+/// are not supported for MySQL and are refused with a message: `prefer` (the driver cannot fall
+/// back to cleartext) and `verify-ca` (it cannot check the issuer while forgiving the host name);
+/// `require` with a CA file checks the whole certificate, name included. The trusted CAs are those of the CA file (`sslrootcert` or `ssl-ca` in the URL, or
+/// [`ssl_root_cert`](Self::ssl_root_cert)), else the system's.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct MysqlConfig {
+    /// A `mysql://user:password@host:port/db` (or `mariadb://...`) URL. Reads run as this
+    /// account; it should be a least-privilege account (see the crate documentation).
+    pub url: String,
+    /// A second URL for writes (`execute`), so that reads can run as an account that cannot
+    /// write at all. Defaults to `url`.
+    pub write_url: Option<String>,
+    /// The most connections opened to the server (reads and writes each get their own pool).
+    pub connections: usize,
+    /// Accept an account holding privileges that escape a read-only transaction (`SUPER`,
+    /// `FILE`, grant option, routine creation, definer-rights routines, writes to `mysql.*`,
+    /// ...). The adapter refuses such an account unless this is set.
+    pub allow_privileged_account: bool,
+    /// How long to wait for a connection to the server.
+    pub connect_timeout: Duration,
+    /// TLS for both URLs, over any mode they carry.
+    pub ssl_mode: Option<SslMode>,
+    /// The CA certificates (PEM) the server's certificate must come from, over any CA file the
+    /// URLs carry; without either, the system's.
+    pub ssl_root_cert: Option<PathBuf>,
+}
+
+impl MysqlConfig {
+    /// A URL with default settings: 4 connections, no privileged account, 10 s connect timeout.
+    pub fn new(url: impl Into<String>) -> Self {
+        MysqlConfig {
+            url: url.into(),
+            write_url: None,
+            connections: 4,
+            allow_privileged_account: false,
+            connect_timeout: Duration::from_secs(10),
+            ssl_mode: None,
+            ssl_root_cert: None,
+        }
+    }
+}
+
 /// How a connection uses TLS: libpq's `sslmode` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SslMode {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use mcp_server::UriTemplate;
 
-use crate::config::{DatabaseConfig, PostgresConfig, SqliteConfig, check_name};
+use crate::config::{DatabaseConfig, MysqlConfig, PostgresConfig, SqliteConfig, check_name};
 use crate::engine::Engine;
 use crate::error::SqlError;
 
@@ -26,7 +26,8 @@ pub struct PoolStats {
     pub waiting: usize,
 }
 
-/// A named SQL database the adapter serves: an SQLite file or a PostgreSQL server, with its limits
+/// A named SQL database the adapter serves: an SQLite file, a PostgreSQL server or a MySQL or
+/// MariaDB server, with its limits
 /// and write policy. Cloning is cheap; clones share the connections.
 #[derive(Clone)]
 pub struct Database {
@@ -123,12 +124,32 @@ impl Database {
         Self::new(name, config, engine)
     }
 
+    /// Connects to a MySQL or MariaDB database and checks the account (see
+    /// [`MysqlConfig::allow_privileged_account`]). Without the `mysql` feature this is
+    /// [`SqlError::EngineNotCompiled`].
+    pub async fn mysql(
+        name: &str,
+        mysql: impl Into<MysqlConfig>,
+        config: DatabaseConfig,
+    ) -> Result<Database, SqlError> {
+        Self::validate(name, &config)?;
+        let mysql = mysql.into();
+        if mysql.connections == 0 || mysql.connections > 64 {
+            return Err(SqlError::Config {
+                database: name.to_owned(),
+                reason: "connections must be between 1 and 64".into(),
+            });
+        }
+        let engine = Engine::mysql(name, &mysql, &config).await?;
+        Self::new(name, config, engine)
+    }
+
     /// The name tools and URIs use for this database.
     pub fn name(&self) -> &str {
         &self.inner.name
     }
 
-    /// `"SQLite"` or `"PostgreSQL"`.
+    /// `"SQLite"`, `"PostgreSQL"`, `"MySQL"` or `"MariaDB"`.
     pub fn engine(&self) -> &'static str {
         self.inner.engine.label()
     }
@@ -207,5 +228,17 @@ impl From<&str> for PostgresConfig {
 impl From<String> for PostgresConfig {
     fn from(url: String) -> Self {
         PostgresConfig::new(url)
+    }
+}
+
+impl From<&str> for MysqlConfig {
+    fn from(url: &str) -> Self {
+        MysqlConfig::new(url)
+    }
+}
+
+impl From<String> for MysqlConfig {
+    fn from(url: String) -> Self {
+        MysqlConfig::new(url)
     }
 }

@@ -1,4 +1,4 @@
-//! The two engines behind one interface, each there only with its cargo feature.
+//! The engines behind one interface, each there only with its cargo feature.
 //!
 //! Every match on [`Engine`] is here, on `*self` with `ref` bindings: without any engine the enum
 //! has no variant, and only a match on the place itself (not on a reference to it) may then have
@@ -8,9 +8,11 @@ use std::path::Path;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{DatabaseConfig, Limits, PostgresConfig, SqliteConfig};
+use crate::config::{DatabaseConfig, Limits, MysqlConfig, PostgresConfig, SqliteConfig};
 use crate::database::PoolStats;
 use crate::error::{ExecError, SqlError};
+#[cfg(feature = "mysql")]
+use crate::mysql::MyDb;
 use crate::output::{ColumnDef, ForeignKey, IndexDef, Rows};
 #[cfg(feature = "postgres")]
 use crate::postgres::PgDb;
@@ -33,6 +35,15 @@ pub(crate) fn no_postgres() -> SqlError {
     SqlError::EngineNotCompiled {
         engine: "PostgreSQL",
         feature: "postgres",
+    }
+}
+
+/// The error for a MySQL URL in a build without the `mysql` feature.
+#[cfg(not(feature = "mysql"))]
+pub(crate) fn no_mysql() -> SqlError {
+    SqlError::EngineNotCompiled {
+        engine: "MySQL",
+        feature: "mysql",
     }
 }
 
@@ -64,6 +75,8 @@ pub(crate) enum Engine {
     Sqlite(SqliteDb),
     #[cfg(feature = "postgres")]
     Postgres(PgDb),
+    #[cfg(feature = "mysql")]
+    Mysql(MyDb),
 }
 
 impl Engine {
@@ -102,6 +115,23 @@ impl Engine {
         }
     }
 
+    /// Connects to a MySQL or MariaDB database, or says that this build cannot.
+    pub(crate) async fn mysql(
+        name: &str,
+        mysql: &MysqlConfig,
+        config: &DatabaseConfig,
+    ) -> Result<Engine, SqlError> {
+        #[cfg(feature = "mysql")]
+        {
+            Ok(Engine::Mysql(MyDb::connect(name, mysql, config).await?))
+        }
+        #[cfg(not(feature = "mysql"))]
+        {
+            let _ = (name, mysql, config);
+            Err(no_mysql())
+        }
+    }
+
     /// The engine's name, for the model.
     pub(crate) fn label(&self) -> &'static str {
         match *self {
@@ -109,6 +139,8 @@ impl Engine {
             Engine::Sqlite(_) => "SQLite",
             #[cfg(feature = "postgres")]
             Engine::Postgres(_) => "PostgreSQL",
+            #[cfg(feature = "mysql")]
+            Engine::Mysql(ref db) => db.label(),
         }
     }
 
@@ -119,6 +151,8 @@ impl Engine {
             Engine::Sqlite(ref db) => db.pools(),
             #[cfg(feature = "postgres")]
             Engine::Postgres(ref db) => db.pools(),
+            #[cfg(feature = "mysql")]
+            Engine::Mysql(ref db) => db.pools(),
         }
     }
 
@@ -129,6 +163,8 @@ impl Engine {
             Engine::Sqlite(ref db) => Some(db.path()),
             #[cfg(feature = "postgres")]
             Engine::Postgres(_) => None,
+            #[cfg(feature = "mysql")]
+            Engine::Mysql(_) => None,
         }
     }
 
@@ -144,6 +180,8 @@ impl Engine {
             Engine::Sqlite(ref db) => db.query(sql, params, limits, cancel).await,
             #[cfg(feature = "postgres")]
             Engine::Postgres(ref db) => db.query(sql, params, limits, cancel).await,
+            #[cfg(feature = "mysql")]
+            Engine::Mysql(ref db) => db.query(sql, params, limits, cancel).await,
         }
     }
 
@@ -159,6 +197,8 @@ impl Engine {
             Engine::Sqlite(ref db) => db.execute(sql, params, limits, cancel).await,
             #[cfg(feature = "postgres")]
             Engine::Postgres(ref db) => db.execute(sql, params, limits, cancel).await,
+            #[cfg(feature = "mysql")]
+            Engine::Mysql(ref db) => db.execute(sql, params, limits, cancel).await,
         }
     }
 
@@ -172,6 +212,8 @@ impl Engine {
             Engine::Sqlite(ref db) => db.tables(limits, cancel).await,
             #[cfg(feature = "postgres")]
             Engine::Postgres(ref db) => db.tables(limits, cancel).await,
+            #[cfg(feature = "mysql")]
+            Engine::Mysql(ref db) => db.tables(limits, cancel).await,
         }
     }
 
@@ -187,6 +229,8 @@ impl Engine {
             Engine::Sqlite(ref db) => db.describe(schema, table, limits, cancel).await,
             #[cfg(feature = "postgres")]
             Engine::Postgres(ref db) => db.describe(schema, table, limits, cancel).await,
+            #[cfg(feature = "mysql")]
+            Engine::Mysql(ref db) => db.describe(schema, table, limits, cancel).await,
         }
     }
 }
@@ -205,6 +249,18 @@ mod tests {
         let db = crate::Database::postgres("sales", url, config.clone()).await;
         assert_eq!(db.unwrap_err().to_string(), expected);
         let adapter = crate::SqlAdapter::postgres(url, config).await;
+        assert_eq!(adapter.unwrap_err().to_string(), expected);
+    }
+
+    #[cfg(not(feature = "mysql"))]
+    #[tokio::test]
+    async fn a_mysql_url_without_the_mysql_feature_is_refused_in_words() {
+        let expected = "MySQL support is not compiled in: build mcp-sql with the `mysql` feature";
+        let url = "mysql://ada@db.example/sales";
+        let config = crate::DatabaseConfig::default();
+        let db = crate::Database::mysql("sales", url, config.clone()).await;
+        assert_eq!(db.unwrap_err().to_string(), expected);
+        let adapter = crate::SqlAdapter::mysql(url, config).await;
         assert_eq!(adapter.unwrap_err().to_string(), expected);
     }
 

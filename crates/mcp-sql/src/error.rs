@@ -31,13 +31,13 @@ pub enum SqlError {
         reason: String,
     },
     /// The configuration names an engine this build of the crate leaves out: a PostgreSQL URL
-    /// without the `postgres` feature, an SQLite file (or the approvals file, or the sample
+    /// without the `postgres` feature, a MySQL URL without the `mysql` feature, an SQLite file (or the approvals file, or the sample
     /// database) without the `sqlite` feature.
     #[error("{engine} support is not compiled in: build mcp-sql with the `{feature}` feature")]
     EngineNotCompiled {
-        /// `"SQLite"` or `"PostgreSQL"`.
+        /// `"SQLite"`, `"PostgreSQL"` or `"MySQL"`.
         engine: &'static str,
-        /// The cargo feature that brings it in: `"sqlite"` or `"postgres"`.
+        /// The cargo feature that brings it in: `"sqlite"`, `"postgres"` or `"mysql"`.
         feature: &'static str,
     },
     /// An SQLite database could not be opened or prepared.
@@ -74,6 +74,34 @@ pub enum SqlError {
         /// What the driver or server said.
         #[source]
         source: tokio_postgres::Error,
+    },
+    /// A MySQL or MariaDB connection or catalog query failed.
+    #[cfg(feature = "mysql")]
+    #[error("MySQL {target}(database {database:?}): {message}")]
+    Mysql {
+        /// The database name given to the adapter.
+        database: String,
+        /// `user@host:port/db` as configured (never the password), followed by a space.
+        target: String,
+        /// What the server said, or what the connection met, in words.
+        message: String,
+        /// What the driver or server said (boxed: the driver's error is large).
+        #[source]
+        source: Box<mysql_async::Error>,
+    },
+    /// The MySQL or MariaDB account holds privileges that escape a read-only transaction.
+    #[error(
+        "MySQL database {database:?}: account {account} holds {privileges}, which can escape a read-only \
+         transaction (server files, server settings, other accounts, code that runs with other rights); \
+         connect as a least-privilege account (SELECT only; see the README), or set allow_privileged_account"
+    )]
+    PrivilegedAccount {
+        /// The database name given to the adapter.
+        database: String,
+        /// The account connected as (`'user'@'host'`).
+        account: String,
+        /// What makes it privileged, each named.
+        privileges: String,
     },
     /// The PostgreSQL role may escape a read-only transaction.
     #[error(

@@ -1,4 +1,5 @@
-//! A policy-enforcing SQL adapter for MCP servers: SQLite and PostgreSQL behind read-only tools,
+//! A policy-enforcing SQL adapter for MCP servers: SQLite, PostgreSQL, MySQL and MariaDB behind
+//! read-only tools,
 //! per-call limits, and writes the user approves one statement at a time.
 //!
 //! The adapter is not the database: it puts SQL policy in front of an existing driver and answers
@@ -31,12 +32,20 @@
 //!   statement), and is rolled back; `DISCARD ALL` then clears any session state it left. A role
 //!   that is a superuser or may touch server files or run programs is refused at connection time
 //!   (it could escape with `COPY ... TO PROGRAM`) unless explicitly allowed.
+//! - **MySQL and MariaDB**: the statement is sent only as a prepared statement (one statement),
+//!   inside an XA transaction started read-only (`SET TRANSACTION READ ONLY; XA START`) that is
+//!   ended and rolled back; inside it, statements that would commit (`COMMIT`, DDL, `LOCK
+//!   TABLES`) are refused, which a plain `START TRANSACTION READ ONLY` does not do. The session is
+//!   reset after every call (`COM_RESET_CONNECTION`). An account holding privileges that reach
+//!   past the database (`FILE`, `SUPER`, grant option, routine privileges, definer-rights
+//!   routines, writes to `mysql.*`, directly or through roles) is refused at connection time
+//!   unless explicitly allowed ([`MysqlConfig::allow_privileged_account`]).
 //!
 //! Parameters are always bound (`params`, JSON primitives), never interpolated. Each call has a row
 //! limit, a byte limit (both flag `truncated`) and a time limit; a read refuses a single value over
 //! [`Limits::value_cap`] (SQLite's length limit, checked before it allocates; PostgreSQL values
 //! before they are decoded); a client cancellation stops the running statement (SQLite's
-//! interrupt, PostgreSQL's cancel request).
+//! interrupt, PostgreSQL's cancel request, MySQL's `KILL QUERY` from a second connection).
 //!
 //! Writes go through `execute`, which asks the user through MRTR elicitation to approve the exact
 //! statement and parameters (a client without form elicitation gets -32021). The approval rides on
@@ -99,6 +108,21 @@
 //! GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO mcp_writer;
 //! ```
 //!
+//! # Least-privilege MySQL and MariaDB accounts
+//!
+//! ```sql
+//! CREATE USER 'mcp_reader'@'%' IDENTIFIED BY 'change-me' WITH MAX_USER_CONNECTIONS 8;
+//! GRANT SELECT, SHOW VIEW ON app.* TO 'mcp_reader'@'%';
+//! -- With writes enabled, give `execute` its own account through `write_url`:
+//! CREATE USER 'mcp_writer'@'%' IDENTIFIED BY 'change-me';
+//! GRANT SELECT, INSERT, UPDATE, DELETE ON app.* TO 'mcp_writer'@'%';
+//! ```
+//!
+//! MySQL takes the same TLS settings ([`MysqlConfig::ssl_mode`], [`MysqlConfig::ssl_root_cert`],
+//! or `sslmode`/`ssl-mode` and `sslrootcert`/`ssl-ca` in the URL), except `prefer` and
+//! `verify-ca`, which the driver cannot do and which are refused; `require` with a CA file checks
+//! the whole certificate, name included.
+//!
 //! PostgreSQL is reached over TLS with rustls, as libpq's `sslmode` says ([`SslMode`], in the URL
 //! or [`PostgresConfig::ssl_mode`]): `verify-full` by default for a server that is not on a
 //! loopback address or a Unix socket (those keep cleartext unless a mode is set), against the CA
@@ -107,32 +131,34 @@
 //!
 //! # Features
 //!
-//! Each engine is a cargo feature, and both are on by default:
+//! Each engine is a cargo feature, and all are on by default:
 //!
 //! | feature | engine | also brings |
 //! |---|---|---|
 //! | `sqlite` | SQLite files through rusqlite, which compiles SQLite's C source | the approvals file ([`SqlAdapter::with_approvals_file`]) and the sample database ([`create_sample_database`]) |
 //! | `postgres` | PostgreSQL through tokio-postgres, over TLS with rustls and aws-lc-rs | the shared approval ledger ([`SqlAdapter::with_shared_approvals`]) |
+//! | `mysql` | MySQL and MariaDB through mysql_async, over TLS with rustls and aws-lc-rs | |
 //!
 //! A program that needs one engine builds only that one:
 //! `mcp-sql = { version = "0.1", default-features = false, features = ["sqlite"] }`.
 //!
 //! The API does not change with the features. The configuration types ([`SqliteConfig`],
-//! [`PostgresConfig`], [`SslMode`]) and every constructor exist in every build, because a program
+//! [`PostgresConfig`], [`MysqlConfig`], [`SslMode`]) and every constructor exist in every build, because a program
 //! that reads its configuration (a file path, a URL) cannot test this crate's features with `cfg`:
 //! had they vanished, each such program would have to forward the features itself. An engine that
 //! was left out is an error where it is named, never a panic: [`Database::sqlite`],
-//! [`Database::postgres`], [`SqlAdapter::sqlite`], [`SqlAdapter::postgres`],
+//! [`Database::postgres`], [`Database::mysql`], [`SqlAdapter::sqlite`], [`SqlAdapter::postgres`],
+//! [`SqlAdapter::mysql`],
 //! [`SqlAdapter::with_approvals_file`], [`SqlAdapter::with_shared_approvals`] and
 //! [`create_sample_database`] then return [`SqlError::EngineNotCompiled`] ("PostgreSQL support is
 //! not compiled in: build mcp-sql with the `postgres` feature"). Used approvals are always recorded
 //! in memory unless a ledger is chosen. A feature adds only what carries its driver's types: the
-//! error variants `SqlError::Sqlite` (a `rusqlite::Error`) and `SqlError::Postgres` (a
-//! `tokio_postgres::Error`). [`SqlError`] is `#[non_exhaustive]` so that this stays additive: a
+//! error variants `SqlError::Sqlite` (a `rusqlite::Error`), `SqlError::Postgres` (a
+//! `tokio_postgres::Error`) and `SqlError::Mysql` (a `mysql_async::Error`). [`SqlError`] is `#[non_exhaustive]` so that this stays additive: a
 //! match written against one set of features still compiles when another crate in the build turns
 //! on more.
 //!
-//! With neither feature the crate still compiles, though nothing can be opened (every constructor
+//! With no engine feature the crate still compiles, though nothing can be opened (every constructor
 //! above returns the error, and [`SqlAdapter::new`] needs a database). That costs one lint
 //! allowance for the code the engines share, while a `compile_error!` would break
 //! `cargo check --no-default-features` and feature-powerset checks for no gain in safety: the
@@ -142,7 +168,7 @@
 // errors) has no caller, and the engine methods leave their arguments unused. That build only has
 // to compile, so its dead code is allowed rather than gated item by item.
 #![cfg_attr(
-    not(any(feature = "sqlite", feature = "postgres")),
+    not(any(feature = "sqlite", feature = "postgres", feature = "mysql")),
     allow(dead_code, unused_variables)
 )]
 
@@ -155,6 +181,8 @@ mod database;
 mod engine;
 mod error;
 mod ledger;
+#[cfg(feature = "mysql")]
+mod mysql;
 mod output;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -167,7 +195,7 @@ mod tools;
 mod value;
 
 pub use adapter::{DEFAULT_DATABASE, SqlAdapter};
-pub use config::{DatabaseConfig, Limits, PostgresConfig, SqliteConfig, SslMode};
+pub use config::{DatabaseConfig, Limits, MysqlConfig, PostgresConfig, SqliteConfig, SslMode};
 pub use database::{Database, PoolStats, URI_SCHEME};
 pub use error::SqlError;
 pub use ledger::LEDGER_TABLE;

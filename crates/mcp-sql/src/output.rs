@@ -29,7 +29,7 @@ pub(crate) struct Rows {
 pub(crate) struct TableInfo {
     pub(crate) schema: String,
     pub(crate) name: String,
-    /// `table`, `view`, `materialized view`, `foreign table` or `partitioned table`.
+    /// `table`, `view`, `materialized view`, `foreign table`, `partitioned table` or `sequence`.
     #[serde(rename = "type")]
     pub(crate) kind: String,
     /// The resource holding its schema.

@@ -105,7 +105,7 @@ fn params_property() -> Value {
         "maxItems": MAX_PARAMS,
         "items": {"type": ["string", "number", "boolean", "null"]},
         "description": "Values for the statement's placeholders, in order: ?1, ?2, ... (or ?) on SQLite, \
-                        $1, $2, ... on PostgreSQL. Always pass values here rather than writing them into \
+                        $1, $2, ... on PostgreSQL, ? on MySQL and MariaDB. Always pass values here rather than writing them into \
                         the SQL. Dates, numerics and other types are given as strings and parsed by the database.",
     })
 }
@@ -134,7 +134,7 @@ fn rows_properties() -> JsonObject {
         "rows": {
             "type": "array",
             "description": "One array of values per row, in column order. Binary values are {\"base64\": ...}; \
-                            PostgreSQL numerics, dates and times are strings.",
+                            PostgreSQL and MySQL numerics (decimals), dates and times are strings.",
             "items": {"type": "array"},
         },
         "row_count": {"type": "integer", "minimum": 0, "description": "How many rows `rows` holds."},
@@ -188,7 +188,7 @@ pub(crate) fn list_tables(databases: &[Database]) -> Tool {
         object(json!({
             "schema": {
                 "type": "string", "minLength": 1, "maxLength": MAX_NAME_LEN,
-                "description": "Only list tables in this schema (PostgreSQL). SQLite has one schema, \"main\".",
+                "description": "Only list tables in this schema (PostgreSQL; on MySQL and MariaDB, a database). SQLite has one schema, \"main\".",
             },
         })),
         vec![],
@@ -197,7 +197,7 @@ pub(crate) fn list_tables(databases: &[Database]) -> Tool {
         "type": "object",
         "properties": {
             "database": {"type": "string"},
-            "engine": {"type": "string", "enum": ["SQLite", "PostgreSQL"]},
+            "engine": {"type": "string", "enum": ["SQLite", "PostgreSQL", "MySQL", "MariaDB"]},
             "tables": {
                 "type": "array",
                 "items": {
@@ -205,7 +205,7 @@ pub(crate) fn list_tables(databases: &[Database]) -> Tool {
                     "properties": {
                         "schema": {"type": "string"},
                         "name": {"type": "string"},
-                        "type": {"type": "string", "description": "table, view, materialized view, foreign table or partitioned table"},
+                        "type": {"type": "string", "description": "table, view, materialized view, foreign table, partitioned table or sequence"},
                         "uri": {"type": "string", "description": "The resource describing the table."},
                     },
                     "required": ["schema", "name", "type", "uri"],
@@ -236,7 +236,7 @@ pub(crate) fn describe_table(databases: &[Database]) -> Tool {
             "schema": {
                 "type": "string", "minLength": 1, "maxLength": MAX_NAME_LEN,
                 "description": "The table's schema. Optional: by default the first match on the search path \
-                                (PostgreSQL) or \"main\" (SQLite).",
+                                (PostgreSQL), the connection's database (MySQL, MariaDB) or \"main\" (SQLite).",
             },
             "table": {
                 "type": "string", "minLength": 1, "maxLength": MAX_NAME_LEN,

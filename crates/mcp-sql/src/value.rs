@@ -107,7 +107,7 @@ impl Collector {
     }
 
     /// Ends the result here, flagged with `why`: a row that cannot be kept was met.
-    #[cfg(feature = "postgres")]
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
     pub(crate) fn cut(&mut self, why: Truncation) {
         self.truncated.get_or_insert(why);
     }

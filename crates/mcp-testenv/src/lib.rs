@@ -2,7 +2,7 @@
 //!
 //! Most tests need nothing but the repository: a fresh clone with a Rust toolchain runs them with
 //! `cargo test`. Some need a service or program that the repository cannot carry: the PostgreSQL
-//! server on 127.0.0.1:5432, or the pinned peers (the official TypeScript and Python SDKs, the
+//! server on 127.0.0.1:5432, the MariaDB server on 127.0.0.1:3306, or the pinned peers (the official TypeScript and Python SDKs, the
 //! conformance suite, an authorization server) that `scripts/peers-install` puts under `peers/`.
 //! Such a test asks here first. When the thing is there, the test runs. When it is not, the test
 //! returns early and one line on the terminal says what to install or set, once per test binary
@@ -104,6 +104,22 @@ pub fn postgres() -> bool {
         "no PostgreSQL answers on 127.0.0.1:5432",
         "run scripts/postgres (it starts the server, or installs it with apt-get, and creates the \
          database `test`), or start a server there with trust authentication for `postgres`",
+    )
+}
+
+/// Whether the test MariaDB (or MySQL) server answers on 127.0.0.1:3306 (database `test`, `root`
+/// without a password), as [`require`] reports it.
+pub fn mariadb() -> bool {
+    static UP: OnceLock<bool> = OnceLock::new();
+    let up = *UP.get_or_init(|| {
+        let addr = SocketAddr::from(([127, 0, 0, 1], 3306));
+        TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok()
+    });
+    require(
+        up,
+        "no MariaDB answers on 127.0.0.1:3306",
+        "run scripts/mariadb (it starts the server, or installs it with apt-get, and creates the \
+         database `test`), or start a server there where `root` logs in without a password",
     )
 }
 

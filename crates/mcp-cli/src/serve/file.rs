@@ -162,9 +162,9 @@ pub(crate) struct LimitsSection {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a table")]
 pub(crate) struct DatabaseSection {
-    /// `postgres://...`, `sqlite:PATH`, or a path.
+    /// `postgres://...`, `mysql://...` (or `mariadb://...`), `sqlite:PATH`, or a path.
     pub url: String,
-    /// PostgreSQL only: the role `execute` connects as.
+    /// PostgreSQL and MySQL only: the role or account `execute` connects as.
     pub write_url: Option<String>,
     #[serde(default)]
     pub allow_write: bool,
@@ -173,7 +173,7 @@ pub(crate) struct DatabaseSection {
     pub max_bytes: Option<usize>,
     pub query_timeout: Option<Seconds>,
     pub connection_wait: Option<Seconds>,
-    /// PostgreSQL only: the most connections per pool.
+    /// PostgreSQL and MySQL only: the most connections per pool.
     pub connections: Option<usize>,
     /// SQLite only: read-only connections serving reads in parallel.
     pub read_connections: Option<usize>,
@@ -181,10 +181,11 @@ pub(crate) struct DatabaseSection {
     pub read_scope: Option<String>,
     /// The scopes a caller needs for `execute` on it; `NAME:write` by default.
     pub write_scope: Option<String>,
-    /// PostgreSQL only: `disable`, `prefer`, `require`, `verify-ca` or `verify-full`, over the
-    /// URL's `sslmode`.
+    /// PostgreSQL and MySQL only: `disable`, `prefer` (PostgreSQL only), `require`, `verify-ca`
+    /// or `verify-full`, over the URL's `sslmode`.
     pub ssl_mode: Option<String>,
-    /// PostgreSQL only: the CA certificates (PEM) the server's certificate must come from.
+    /// PostgreSQL and MySQL only: the CA certificates (PEM) the server's certificate must come
+    /// from.
     pub ssl_root_cert: Option<PathBuf>,
 }
 

@@ -155,8 +155,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "BYTES", value_parser = whole_number)]
     response_memory: Option<usize>,
 
-    /// A database to serve (repeatable): postgres://USER@HOST:PORT/DB, sqlite:PATH or the path of an
-    /// SQLite file, optionally named NAME=URL (the name tools and URIs use; default "main"). With
+    /// A database to serve (repeatable): postgres://USER@HOST:PORT/DB, mysql://USER@HOST:PORT/DB
+    /// (or mariadb://), sqlite:PATH or the path of an SQLite file, optionally named NAME=URL (the name tools and URIs use; default "main"). With
     /// any --db, the sample database is not served unless --sample is also given.
     #[arg(long = "db", value_name = "[NAME=]URL")]
     dbs: Vec<String>,

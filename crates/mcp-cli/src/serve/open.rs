@@ -44,6 +44,7 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
             Target::Postgres(pg) => {
                 Database::postgres(&db.name, pg.clone(), db.config.clone()).await
             }
+            Target::Mysql(my) => Database::mysql(&db.name, my.clone(), db.config.clone()).await,
         }
         .map_err(|e| open_error(&db.key, e))?;
         tracing::info!(
@@ -237,6 +238,19 @@ fn open_error(key: &str, error: SqlError) -> anyhow::Error {
              example with COPY ... TO PROGRAM); connect as a least-privilege role (see the README, \
              section PostgreSQL)"
         ),
+        // As for PostgreSQL: `allow_privileged_account` is not exposed by `mcp serve`.
+        SqlError::PrivilegedAccount {
+            account,
+            privileges,
+            ..
+        } => anyhow!(
+            "{key}: account {account} holds {privileges}, which can escape a read-only \
+             transaction; connect as a least-privilege account (see the README, section MySQL \
+             and MariaDB)"
+        ),
+        SqlError::Mysql {
+            target, message, ..
+        } => anyhow!("{key}: MySQL {}: {message}", target.trim_end()),
         // The key names the database already; the target says where it is and as whom.
         SqlError::Postgres {
             target, message, ..

@@ -334,6 +334,9 @@ impl Reader {
             if words.iter().any(|w| w.contains("postgres://mcp_reader")) {
                 return self.postgres_example(section, line, &words);
             }
+            if words.iter().any(|w| w.contains("mysql://mcp_reader")) {
+                return self.mysql_example(section, line, &words);
+            }
             let running = self.serve(&words);
             // A server started here answers at the README's address for the lines after it.
             let readme_address = if first == "conformance-server" {
@@ -446,6 +449,30 @@ impl Reader {
                 || stderr.contains("password authentication failed")
                 || stderr.contains("cannot read the CA file /etc/mcp-rs/db-ca.pem")
                 || stderr.contains("serving MCP on"),
+            "section {section:?}: {line}\n{stderr}"
+        );
+    }
+}
+
+impl Reader {
+    /// The MySQL examples name an account the README's own SQL creates (`mcp_reader`), which this
+    /// machine's test server does not have: the command must get as far as connecting, and be
+    /// refused for that account, not for its flags. The TLS example names a CA file only the
+    /// reader's machine has: it must get as far as reading it.
+    fn mysql_example(&self, section: &str, line: &str, words: &[String]) {
+        if !mcp_testenv::mariadb() {
+            return;
+        }
+        let output = self
+            .command(words)
+            .args(["--http", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("Access denied for user 'mcp_reader'")
+                || stderr.contains("the CA file /etc/mcp-rs/db-ca.pem cannot be read"),
             "section {section:?}: {line}\n{stderr}"
         );
     }

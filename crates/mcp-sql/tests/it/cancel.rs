@@ -1,5 +1,5 @@
 //! A long query stops promptly when the client cancels it, or when the request is dropped (the
-//! stdio transport drops a cancelled request), on SQLite and PostgreSQL.
+//! stdio transport drops a cancelled request), on SQLite, PostgreSQL and MariaDB.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -9,7 +9,9 @@ use mcp_sql::{DatabaseConfig, Limits, SqlAdapter, SqliteConfig};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{self, Client, PgFixture, TempDir, ok, sqlite_file, tool_error, wait_until};
+use crate::support::{
+    self, Client, MyFixture, PgFixture, TempDir, ok, sqlite_file, tool_error, wait_until,
+};
 
 /// Far longer than any bound below: a query that is not stopped fails the test by its timing.
 const LONG: Duration = Duration::from_secs(120);
@@ -272,4 +274,140 @@ async fn sqlite_query_cancelled_over_stdio() {
     serving.await.unwrap().unwrap();
     let rest = lines.next_line().await.unwrap();
     assert_eq!(rest, None, "nothing more may be sent");
+}
+
+/// Whether a `SLEEP` statement of `user` is running on the MariaDB server.
+async fn my_sleeping(fx: &MyFixture, user: &str) -> bool {
+    fx.scalar(&format!(
+        "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+         WHERE USER = '{user}' AND COMMAND = 'Execute' AND INFO LIKE '%SLEEP%'"
+    ))
+    .await
+        != "0"
+}
+
+async fn my_wait(fx: &MyFixture, user: &str, running: bool) {
+    let start = Instant::now();
+    while my_sleeping(fx, user).await != running {
+        assert!(
+            start.elapsed() < PROMPT,
+            "SLEEP running = {running} not reached"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn mysql_query_cancelled_by_the_client() {
+    if !support::mariadb() {
+        return;
+    }
+    let fx = MyFixture::new("CREATE TABLE t (a int);; INSERT INTO t VALUES (1)").await;
+    let adapter = SqlAdapter::mysql(fx.reader_url(), long_limits())
+        .await
+        .unwrap();
+    let client = Arc::new(Client::new(&adapter).await);
+    let cancel = CancellationToken::new();
+    let call = tokio::spawn({
+        let (client, cancel) = (client.clone(), cancel.clone());
+        async move {
+            client
+                .call_cancellable("query", json!({"sql": "SELECT SLEEP(60)"}), cancel)
+                .await
+        }
+    });
+    my_wait(&fx, &fx.reader, true).await;
+    let cancelled_at = Instant::now();
+    cancel.cancel();
+    let result = call.await.unwrap();
+    assert!(
+        cancelled_at.elapsed() < PROMPT,
+        "{:?}",
+        cancelled_at.elapsed()
+    );
+    assert!(tool_error(&result).contains("cancelled"), "{result}");
+    // Killed on the server, not only abandoned by the adapter.
+    my_wait(&fx, &fx.reader, false).await;
+    let next = client
+        .call("query", json!({"sql": "SELECT a FROM t"}))
+        .await;
+    assert_eq!(ok(&next)["rows"], json!([[1]]));
+}
+
+#[tokio::test]
+async fn mysql_query_dropped_mid_flight_is_killed() {
+    if !support::mariadb() {
+        return;
+    }
+    let fx = MyFixture::new("CREATE TABLE t (a int)").await;
+    let adapter = SqlAdapter::mysql(fx.reader_url(), long_limits())
+        .await
+        .unwrap();
+    let client = Arc::new(Client::new(&adapter).await);
+    let call = tokio::spawn({
+        let client = client.clone();
+        async move {
+            client
+                .call("query", json!({"sql": "SELECT SLEEP(60)"}))
+                .await
+        }
+    });
+    my_wait(&fx, &fx.reader, true).await;
+    call.abort();
+    let _ = call.await;
+    my_wait(&fx, &fx.reader, false).await;
+}
+
+#[tokio::test]
+async fn mysql_execute_cancelled_is_killed_and_rolled_back() {
+    if !support::mariadb() {
+        return;
+    }
+    let fx = MyFixture::new("CREATE TABLE t (a int);; INSERT INTO t VALUES (1)").await;
+    let config = {
+        let mut edited = long_limits();
+        edited.allow_write = true;
+        edited
+    };
+    let mysql = {
+        let mut edited = mcp_sql::MysqlConfig::new(fx.reader_url());
+        edited.write_url = Some(fx.writer_url());
+        edited
+    };
+    let adapter = SqlAdapter::mysql(mysql, config).await.unwrap();
+    let client = Arc::new(Client::new(&adapter).await);
+    let args = json!({"sql": "UPDATE t SET a = a + SLEEP(60) + 1"});
+    let first = client.call("execute", args.clone()).await;
+    let key = first["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let state = first["requestState"].as_str().unwrap().to_owned();
+    let cancel = CancellationToken::new();
+    let call = tokio::spawn({
+        let (client, cancel) = (client.clone(), cancel.clone());
+        async move {
+            let params = json!({
+                "name": "execute", "arguments": args,
+                "inputResponses": {key: {"action": "accept", "content": {"approve": true}}},
+                "requestState": state, "_meta": support::meta(true),
+            });
+            client.send("tools/call", params, cancel).await
+        }
+    });
+    my_wait(&fx, &fx.writer, true).await;
+    cancel.cancel();
+    let result = call.await.unwrap();
+    assert!(
+        tool_error(&result["result"]).contains("rolled back"),
+        "{result}"
+    );
+    my_wait(&fx, &fx.writer, false).await;
+    assert_eq!(
+        fx.scalar(&format!("SELECT a FROM `{}`.t", fx.db)).await,
+        "1"
+    );
 }

@@ -433,3 +433,161 @@ impl Drop for PgFixture {
         let _ = cleanup.join();
     }
 }
+
+// ---- MariaDB / MySQL ----
+
+/// The variable that points the tests at another server: `mysql://host:port` without user or
+/// database (the administrator is `root` without a password).
+const TEST_MYSQL: &str = "MCP_SQL_TEST_MYSQL";
+
+/// `mysql://host:port` of the test server.
+fn my_base() -> String {
+    std::env::var(TEST_MYSQL).unwrap_or_else(|_| "mysql://127.0.0.1:3306".into())
+}
+
+/// Whether the test MariaDB answers, as `mcp_testenv` reports it: a test that needs it starts
+/// with `if !support::mariadb() { return; }`.
+pub fn mariadb() -> bool {
+    let Ok(base) = std::env::var(TEST_MYSQL) else {
+        return mcp_testenv::mariadb();
+    };
+    static UP: OnceLock<bool> = OnceLock::new();
+    let up = *UP.get_or_init(|| {
+        let hostport = base.trim_start_matches("mysql://").trim_end_matches('/');
+        hostport.to_socket_addrs().is_ok_and(|mut addrs| {
+            addrs.any(|addr| TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok())
+        })
+    });
+    mcp_testenv::require(
+        up,
+        &format!("no MariaDB answers at {TEST_MYSQL} ({base})"),
+        &format!(
+            "start one there, or unset {TEST_MYSQL} to use 127.0.0.1:3306 (see scripts/mariadb)"
+        ),
+    )
+}
+
+/// The URL of the test server for `user` (no password) and `database`.
+pub fn my_url(user: &str, database: &str) -> String {
+    let base = my_base();
+    let rest = base.trim_start_matches("mysql://").trim_end_matches('/');
+    format!("mysql://{user}@{rest}/{database}")
+}
+
+/// Connects as `root`, to the database `test`.
+pub async fn my_admin() -> mysql_async::Conn {
+    let url = my_url("root", "test");
+    let mut conn = mysql_async::Conn::new(mysql_async::Opts::from_url(&url).unwrap())
+        .await
+        .unwrap_or_else(|e| panic!("cannot reach the test MariaDB as root ({url}): {e}"));
+    use mysql_async::prelude::Queryable as _;
+    conn.query_drop("SET time_zone = '+00:00'").await.unwrap();
+    conn
+}
+
+/// A database of its own plus two accounts, dropped at the end: `reader` may only select (and
+/// see views); `writer` may also change rows, create and drop tables, lock tables, create
+/// temporary tables and execute routines, which is more than `query` ever lets through.
+pub struct MyFixture {
+    pub admin: tokio::sync::Mutex<mysql_async::Conn>,
+    pub db: String,
+    pub reader: String,
+    pub writer: String,
+}
+
+impl MyFixture {
+    /// Creates the database, runs `setup` in it (statements separated by `;;`, so that routine
+    /// bodies may hold `;`), and creates the accounts.
+    pub async fn new(setup: &str) -> MyFixture {
+        use mysql_async::prelude::Queryable as _;
+        let mut admin = my_admin().await;
+        let db = unique("mcp_sql_t");
+        let reader = format!("{db}_r");
+        let writer = format!("{db}_w");
+        admin
+            .query_drop(format!("CREATE DATABASE `{db}`"))
+            .await
+            .unwrap();
+        admin.query_drop(format!("USE `{db}`")).await.unwrap();
+        // From here on, dropping the fixture (a failed setup statement panics) drops it all.
+        let fx = MyFixture {
+            admin: tokio::sync::Mutex::new(admin),
+            db,
+            reader,
+            writer,
+        };
+        for statement in setup.split(";;").map(str::trim).filter(|s| !s.is_empty()) {
+            fx.exec(statement).await;
+        }
+        let (db, reader, writer) = (&fx.db, &fx.reader, &fx.writer);
+        for statement in [
+            format!("CREATE USER '{reader}'@'%'"),
+            format!("CREATE USER '{writer}'@'%'"),
+            format!("GRANT SELECT, SHOW VIEW ON `{db}`.* TO '{reader}'@'%'"),
+            format!(
+                "GRANT SELECT, SHOW VIEW, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, INDEX, \
+                 CREATE TEMPORARY TABLES, LOCK TABLES, EXECUTE, CREATE VIEW \
+                 ON `{db}`.* TO '{writer}'@'%'"
+            ),
+        ] {
+            fx.exec(&statement).await;
+        }
+        fx
+    }
+
+    pub fn reader_url(&self) -> String {
+        my_url(&self.reader, &self.db)
+    }
+
+    pub fn writer_url(&self) -> String {
+        my_url(&self.writer, &self.db)
+    }
+
+    /// Runs `sql` as the administrator, in the fixture's database.
+    pub async fn exec(&self, sql: &str) {
+        use mysql_async::prelude::Queryable as _;
+        let mut admin = self.admin.lock().await;
+        admin
+            .query_drop(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    /// The first column of the first row of `sql`, as text (NULL as empty).
+    pub async fn scalar(&self, sql: &str) -> String {
+        use mysql_async::prelude::Queryable as _;
+        let mut admin = self.admin.lock().await;
+        let row: Option<Option<String>> = admin
+            .query_first(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        row.flatten().unwrap_or_default()
+    }
+}
+
+impl Drop for MyFixture {
+    fn drop(&mut self) {
+        let (db, reader, writer) = (self.db.clone(), self.reader.clone(), self.writer.clone());
+        let cleanup = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            rt.block_on(async move {
+                use mysql_async::prelude::Queryable as _;
+                let mut admin = my_admin().await;
+                let _ = admin
+                    .query_drop(format!("DROP DATABASE IF EXISTS `{db}`"))
+                    .await;
+                let _ = admin
+                    .query_drop(format!("DROP USER IF EXISTS '{reader}'@'%'"))
+                    .await;
+                let _ = admin
+                    .query_drop(format!("DROP USER IF EXISTS '{writer}'@'%'"))
+                    .await;
+                let _ = admin.disconnect().await;
+            });
+        });
+        let _ = cleanup.join();
+    }
+}

@@ -1,13 +1,15 @@
 //! Writes through `execute`: a full MRTR approval round, declines, replays, unsolicited approvals,
-//! clients without elicitation, and failed writes rolled back; on SQLite and PostgreSQL.
+//! clients without elicitation, and failed writes rolled back; on SQLite, PostgreSQL and MariaDB.
 
 use std::future::Future;
 
-use mcp_sql::{DatabaseConfig, PostgresConfig, SqlAdapter};
+use mcp_sql::{DatabaseConfig, MysqlConfig, PostgresConfig, SqlAdapter};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{self, Client, PgFixture, SHOP, TempDir, ok, sqlite_file, text, tool_error};
+use crate::support::{
+    self, Client, MyFixture, PgFixture, SHOP, TempDir, ok, sqlite_file, text, tool_error,
+};
 
 fn writable() -> DatabaseConfig {
     {
@@ -293,6 +295,106 @@ async fn postgres_write_approval() {
         fx.scalar(&format!("SELECT sum(total) FROM {}.orders", fx.schema))
             .await,
         "32.50"
+    );
+}
+
+#[tokio::test]
+async fn mysql_write_approval() {
+    if !support::mariadb() {
+        return;
+    }
+    let fx = MyFixture::new(
+        "CREATE TABLE customers (id int AUTO_INCREMENT PRIMARY KEY, name varchar(100) NOT NULL) ENGINE=InnoDB;;
+         CREATE TABLE orders (id int AUTO_INCREMENT PRIMARY KEY, customer_id int NOT NULL, total decimal(10,2) NOT NULL,
+             FOREIGN KEY (customer_id) REFERENCES customers (id)) ENGINE=InnoDB;;
+         INSERT INTO customers (name) VALUES ('Ada'), ('Alan');;
+         INSERT INTO orders (customer_id, total) VALUES (1, 10.50), (1, 20.00)",
+    )
+    .await;
+    // Reads run as the reader; `execute` gets a connection of its own, as the writer.
+    let mysql = {
+        let mut edited = MysqlConfig::new(fx.reader_url());
+        edited.write_url = Some(fx.writer_url());
+        edited
+    };
+    let adapter = SqlAdapter::mysql(mysql, writable()).await.unwrap();
+    let client = Client::new(&adapter).await;
+    let table = format!("`{}`.customers", fx.db);
+    let count = || {
+        let sql = format!("SELECT COUNT(*) FROM {table}");
+        let fx = &fx;
+        async move { fx.scalar(&sql).await.parse::<i64>().unwrap() }
+    };
+    approval_story(&client, "INSERT INTO customers (name) VALUES (?)", count).await;
+
+    let updated = approved(
+        &client,
+        json!({"sql": "UPDATE orders SET total = total + 1 WHERE customer_id = ?", "params": [1]}),
+    )
+    .await;
+    assert_eq!(ok(&updated)["rows_affected"], 2);
+    let returned = approved(
+        &client,
+        json!({"sql": "INSERT INTO orders (customer_id, total) VALUES (?, ?) RETURNING id, total", "params": [2, "1.25"]}),
+    )
+    .await;
+    let r = ok(&returned);
+    assert_eq!(r["rows_affected"], 1);
+    assert_eq!(r["rows"], json!([[3, "1.25"]]));
+
+    let failed = approved(
+        &client,
+        json!({"sql": "INSERT INTO orders (customer_id, total) VALUES (?, 1)", "params": [999]}),
+    )
+    .await;
+    assert!(
+        tool_error(&failed).contains("foreign key constraint fails"),
+        "{failed}"
+    );
+    let two = approved(
+        &client,
+        json!({"sql": "DELETE FROM orders; DROP TABLE customers"}),
+    )
+    .await;
+    assert!(tool_error(&two).contains("exactly one"), "{two}");
+    // The write pool never serves reads: a read-only `query` still refuses writes.
+    let read = client
+        .call("query", json!({"sql": "DELETE FROM orders"}))
+        .await;
+    assert!(tool_error(&read).contains("may not do this"), "{read}");
+    assert_eq!(
+        fx.scalar(&format!("SELECT COUNT(*) FROM `{}`.orders", fx.db))
+            .await,
+        "3"
+    );
+    assert_eq!(
+        fx.scalar(&format!("SELECT SUM(total) FROM `{}`.orders", fx.db))
+            .await,
+        "33.75"
+    );
+    // A write that outlives the time limit is rolled back.
+    let slow = {
+        let mut edited = writable();
+        edited.limits.timeout = std::time::Duration::from_millis(500);
+        edited
+    };
+    let mysql = {
+        let mut edited = MysqlConfig::new(fx.reader_url());
+        edited.write_url = Some(fx.writer_url());
+        edited
+    };
+    let adapter = SqlAdapter::mysql(mysql, slow).await.unwrap();
+    let client = Client::new(&adapter).await;
+    let stopped = approved(
+        &client,
+        json!({"sql": "UPDATE orders SET total = total + SLEEP(5)"}),
+    )
+    .await;
+    assert!(tool_error(&stopped).contains("rolled back"), "{stopped}");
+    assert_eq!(
+        fx.scalar(&format!("SELECT SUM(total) FROM `{}`.orders", fx.db))
+            .await,
+        "33.75"
     );
 }
 

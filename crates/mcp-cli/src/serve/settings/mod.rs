@@ -15,7 +15,9 @@ use std::time::Duration;
 use mcp_fs::{FsLimits, RootConfig};
 use mcp_http::server::HttpConfig;
 use mcp_server::Scopes;
-use mcp_sql::{DEFAULT_DATABASE, DatabaseConfig, Limits, PostgresConfig, SqliteConfig};
+use mcp_sql::{
+    DEFAULT_DATABASE, DatabaseConfig, Limits, MysqlConfig, PostgresConfig, SqliteConfig,
+};
 
 use super::ServeArgs;
 use super::file::{DatabaseSection, ErasSetting, FileConfig, LegacyHttpSetting, SecondsOrOff};
@@ -169,6 +171,7 @@ pub(crate) struct DatabaseSettings {
 pub(crate) enum Target {
     Sqlite(SqliteConfig),
     Postgres(PostgresConfig),
+    Mysql(MysqlConfig),
 }
 
 /// One filesystem root, and the flag or key it came from.
@@ -761,6 +764,38 @@ fn check_path(path: &str, key: &str, what: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The settings a server database (PostgreSQL, MySQL) takes from its section.
+struct ServerOptions {
+    connections: Option<usize>,
+    ssl_mode: Option<mcp_sql::SslMode>,
+    ssl_root_cert: Option<PathBuf>,
+}
+
+fn server_options(
+    key: &str,
+    section: &DatabaseSection,
+    in_file: &dyn Fn(&Path) -> PathBuf,
+) -> Result<ServerOptions, String> {
+    if section.read_connections.is_some() {
+        return Err(format!(
+            "{key}.read_connections: only for SQLite databases (PostgreSQL and MySQL use connections)"
+        ));
+    }
+    let ssl_mode = section
+        .ssl_mode
+        .as_deref()
+        .map(|mode| {
+            mode.parse::<mcp_sql::SslMode>()
+                .map_err(|e| format!("{key}.ssl_mode: {e}"))
+        })
+        .transpose()?;
+    Ok(ServerOptions {
+        connections: section.connections,
+        ssl_mode,
+        ssl_root_cert: section.ssl_root_cert.as_deref().map(in_file),
+    })
+}
+
 fn file_database(
     name: &str,
     key: &str,
@@ -790,39 +825,50 @@ fn file_database(
                     }
                 }
             }
-            if let Some(n) = section.connections {
+            let server = server_options(key, section, in_file)?;
+            if let Some(n) = server.connections {
                 pg.connections = n;
             }
-            if section.read_connections.is_some() {
-                return Err(format!(
-                    "{key}.read_connections: only for SQLite databases (PostgreSQL uses connections)"
-                ));
+            pg.ssl_mode = server.ssl_mode;
+            pg.ssl_root_cert = server.ssl_root_cert;
+        }
+        Target::Mysql(my) => {
+            if let Some(url) = &section.write_url {
+                match self::target(url, None) {
+                    Ok(Target::Mysql(_)) => my.write_url = Some(url.clone()),
+                    _ => {
+                        return Err(format!(
+                            "{key}.write_url: must be a mysql:// (or mariadb://) URL like url"
+                        ));
+                    }
+                }
             }
-            if let Some(mode) = &section.ssl_mode {
-                pg.ssl_mode = Some(
-                    mode.parse::<mcp_sql::SslMode>()
-                        .map_err(|e| format!("{key}.ssl_mode: {e}"))?,
-                );
+            let server = server_options(key, section, in_file)?;
+            if let Some(n) = server.connections {
+                my.connections = n;
             }
-            if let Some(path) = &section.ssl_root_cert {
-                pg.ssl_root_cert = Some(in_file(path));
-            }
+            my.ssl_mode = server.ssl_mode;
+            my.ssl_root_cert = server.ssl_root_cert;
         }
         Target::Sqlite(sqlite) => {
             if section.write_url.is_some() {
-                return Err(format!("{key}.write_url: only for PostgreSQL databases"));
+                return Err(format!(
+                    "{key}.write_url: only for PostgreSQL and MySQL databases"
+                ));
             }
             if section.ssl_mode.is_some() {
-                return Err(format!("{key}.ssl_mode: only for PostgreSQL databases"));
+                return Err(format!(
+                    "{key}.ssl_mode: only for PostgreSQL and MySQL databases"
+                ));
             }
             if section.ssl_root_cert.is_some() {
                 return Err(format!(
-                    "{key}.ssl_root_cert: only for PostgreSQL databases"
+                    "{key}.ssl_root_cert: only for PostgreSQL and MySQL databases"
                 ));
             }
             if section.connections.is_some() {
                 return Err(format!(
-                    "{key}.connections: only for PostgreSQL databases (SQLite uses read_connections)"
+                    "{key}.connections: only for PostgreSQL and MySQL databases (SQLite uses read_connections)"
                 ));
             }
             if let Some(n) = section.read_connections {
@@ -997,9 +1043,18 @@ fn check_origin(origin: &str) -> Result<(), String> {
 /// Splits `--db [NAME=]URL`. A value that starts like a URL or a path has no name, so that a path
 /// holding `=` still works.
 pub(crate) fn split_db_flag(value: &str) -> (Option<&str>, &str) {
-    let unnamed = ["postgres://", "postgresql://", "sqlite:", "/", ".", "~"]
-        .iter()
-        .any(|p| value.starts_with(p));
+    let unnamed = [
+        "postgres://",
+        "postgresql://",
+        "mysql://",
+        "mariadb://",
+        "sqlite:",
+        "/",
+        ".",
+        "~",
+    ]
+    .iter()
+    .any(|p| value.starts_with(p));
     if !unnamed && let Some((name, url)) = value.split_once('=') {
         let name_like = !name.is_empty()
             && name
@@ -1012,7 +1067,8 @@ pub(crate) fn split_db_flag(value: &str) -> (Option<&str>, &str) {
     (None, value)
 }
 
-/// What a database URL names: `postgres://...` or `postgresql://...`, `sqlite:PATH` (also
+/// What a database URL names: `postgres://...` or `postgresql://...`, `mysql://...` or
+/// `mariadb://...`, `sqlite:PATH` (also
 /// `sqlite://PATH`), or a plain path to an SQLite file. Relative paths resolve with `base` (the
 /// configuration file's folder) when given. Errors never repeat the URL, which may hold a password.
 fn target(url: &str, base: Option<&dyn Fn(&Path) -> PathBuf>) -> Result<Target, String> {
@@ -1023,11 +1079,15 @@ fn target(url: &str, base: Option<&dyn Fn(&Path) -> PathBuf>) -> Result<Target, 
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         return Ok(Target::Postgres(PostgresConfig::new(url)));
     }
+    if url.starts_with("mysql://") || url.starts_with("mariadb://") {
+        return Ok(Target::Mysql(MysqlConfig::new(url)));
+    }
     let path = if let Some(rest) = url.strip_prefix("sqlite:") {
         rest.strip_prefix("//").unwrap_or(rest)
     } else if let Some((scheme, _)) = url.split_once("://") {
         return Err(format!(
-            "unsupported database URL scheme {scheme:?}: use postgres://..., sqlite:PATH or the path of an SQLite file"
+            "unsupported database URL scheme {scheme:?}: use postgres://..., mysql://... (or \
+             mariadb://...), sqlite:PATH or the path of an SQLite file"
         ));
     } else {
         url

@@ -420,12 +420,22 @@ fn db_flags() {
     assert!(e.contains("more than one database without a name"), "{e}");
     let e = resolve_with(&["--db", "a=a.db", "--db", "a=b.db"], None).unwrap_err();
     assert!(e.starts_with("--db a: "), "{e}");
-    let e = resolve_with(&["--db", "x=mysql://u:secret@h/db"], None).unwrap_err();
+    let e = resolve_with(&["--db", "x=oracle://u:secret@h/db"], None).unwrap_err();
     assert!(
-        e.starts_with("--db x: unsupported database URL scheme \"mysql\""),
+        e.starts_with(
+            "--db x: unsupported database URL scheme \"oracle\": use postgres://..., mysql://..."
+        ),
         "{e}"
     );
     assert!(!e.contains("secret"), "{e}");
+    // MySQL and MariaDB URLs name a MySQL database, with or without a name before them.
+    for url in ["mysql://u@h/db", "mariadb://u@h/db", "m=mysql://u@h/db"] {
+        let s = resolve_with(&["--db", url], None).unwrap();
+        assert!(
+            matches!(&s.databases[0].target, Target::Mysql(my) if my.url.ends_with("://u@h/db")),
+            "{url}"
+        );
+    }
     let e = resolve_with(&["--max-rows", "0"], None).unwrap_err();
     assert_eq!(e, "--max-rows: must be between 1 and 100000");
     let e = resolve_with(&["--max-bytes", "10"], None).unwrap_err();
@@ -644,7 +654,7 @@ fn bad_values_name_their_key() {
             "databases.s.max_bytes: must be at least 1024",
         ),
         (
-            "[databases.s]\nurl = \"mysql://x\"\n",
+            "[databases.s]\nurl = \"oracle://x\"\n",
             "databases.s.url: unsupported database URL scheme",
         ),
         (
@@ -653,15 +663,23 @@ fn bad_values_name_their_key() {
         ),
         (
             "[databases.s]\nurl = \"a.db\"\nwrite_url = \"b.db\"\n",
-            "databases.s.write_url: only for PostgreSQL",
+            "databases.s.write_url: only for PostgreSQL and MySQL",
         ),
         (
             "[databases.s]\nurl = \"postgres://a@b/c\"\nwrite_url = \"b.db\"\n",
             "databases.s.write_url: must be a postgres:// URL",
         ),
         (
+            "[databases.s]\nurl = \"mysql://a@b/c\"\nwrite_url = \"postgres://a@b/c\"\n",
+            "databases.s.write_url: must be a mysql:// (or mariadb://) URL like url",
+        ),
+        (
+            "[databases.s]\nurl = \"mysql://a@b/c\"\nread_connections = 2\n",
+            "databases.s.read_connections: only for SQLite databases",
+        ),
+        (
             "[databases.s]\nurl = \"a.db\"\nconnections = 2\n",
-            "databases.s.connections: only for PostgreSQL",
+            "databases.s.connections: only for PostgreSQL and MySQL",
         ),
         (
             "[databases.sample]\nurl = \"a.db\"\n[sample]\nenabled = true\n",
@@ -942,7 +960,7 @@ fn postgres_tls_keys_are_checked_and_only_for_postgres() {
         let s = resolve_with(&[], Some(toml)).unwrap();
         match &s.databases[0].target {
             Target::Postgres(pg) => (pg.ssl_mode, pg.ssl_root_cert.clone()),
-            Target::Sqlite(_) => panic!("a PostgreSQL database"),
+            _ => panic!("a PostgreSQL database"),
         }
     };
     assert_eq!(
@@ -970,8 +988,32 @@ fn postgres_tls_keys_are_checked_and_only_for_postgres() {
     .unwrap_err();
     assert_eq!(
         err,
-        "databases.a.ssl_root_cert: only for PostgreSQL databases"
+        "databases.a.ssl_root_cert: only for PostgreSQL and MySQL databases"
     );
+}
+
+#[test]
+fn mysql_keys_reach_the_mysql_settings() {
+    let s = resolve_with(
+        &[],
+        Some(
+            "[databases.shop]\nurl = \"mysql://reader@db.example/shop\"\n\
+             write_url = \"mariadb://writer@db.example/shop\"\nallow_write = true\n\
+             connections = 3\nssl_mode = \"verify-ca\"\nssl_root_cert = \"ca.pem\"\n",
+        ),
+    )
+    .unwrap();
+    let Target::Mysql(my) = &s.databases[0].target else {
+        panic!("a MySQL database");
+    };
+    assert_eq!(
+        my.write_url.as_deref(),
+        Some("mariadb://writer@db.example/shop")
+    );
+    assert_eq!(my.connections, 3);
+    assert_eq!(my.ssl_mode, Some(mcp_sql::SslMode::VerifyCa));
+    assert_eq!(my.ssl_root_cert, Some(PathBuf::from("/etc/mcp/ca.pem")));
+    assert!(s.databases[0].config.allow_write);
 }
 
 #[test]

@@ -12,8 +12,12 @@ fn bad_configuration_is_refused_with_the_key_named() {
     let config_arg = config.to_str().unwrap().to_owned();
     let cases = [
         (
-            "[databases.sales]\nurl = \"mysql://u:secret@db/sales\"\n",
-            "databases.sales.url: unsupported database URL scheme \"mysql\"",
+            "[databases.sales]\nurl = \"oracle://u:secret@db/sales\"\n",
+            "databases.sales.url: unsupported database URL scheme \"oracle\"",
+        ),
+        (
+            "[databases.sales]\nurl = \"mysql://u:secret@db/sales?sslmode=prefer\"\n",
+            "databases.sales: database \"sales\": sslmode prefer is not supported for MySQL",
         ),
         (
             "[http]\nbind = \"mcp.example.com:80\"\n",
@@ -127,7 +131,7 @@ fn bad_configuration_is_refused_with_the_key_named() {
     let short_key = scratch.join("short.key");
     let flag_cases: [(&[&str], &str); 8] = [
         (
-            &["--db", "x=mysql://db/x"],
+            &["--db", "x=oracle://db/x"],
             "error: --db x: unsupported database URL scheme",
         ),
         (

@@ -1,5 +1,5 @@
 //! `mcp serve` as a user runs it: the real binary serving the SQL adapter (the sample database,
-//! SQLite files and the local PostgreSQL) and the filesystem adapter, driven by the `mcp` client
+//! SQLite files, the local PostgreSQL and the local MariaDB) and the filesystem adapter, driven by the `mcp` client
 //! commands and by `mcp-client`.
 
 mod approvals;
@@ -11,6 +11,8 @@ mod files;
 mod host_policy;
 mod https;
 mod limits;
+mod mysql;
+mod mysql_tls;
 mod observe;
 mod pg_restart;
 mod postgres;

@@ -522,3 +522,93 @@ impl Drop for Pg {
         )));
     }
 }
+
+/// The URL of the test MariaDB for `user` (no password) and `database`.
+pub fn my_url(user: &str, database: &str) -> String {
+    format!("mysql://{user}@127.0.0.1:3306/{database}")
+}
+
+/// A database of its own with two accounts on the local MariaDB: a reader that may only select,
+/// and a writer that may also insert, update and delete; dropped at the end.
+pub struct My {
+    runtime: tokio::runtime::Runtime,
+    admin: std::cell::RefCell<mysql_async::Conn>,
+    pub db: String,
+    pub reader: String,
+    pub writer: String,
+}
+
+impl My {
+    /// Creates the database, runs `setup` in it as `root` (statements separated by `;;`), and
+    /// creates the accounts.
+    pub fn new(setup: &str) -> My {
+        use mysql_async::prelude::Queryable as _;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let mut admin = runtime
+            .block_on(mysql_async::Conn::from_url(my_url("root", "test")))
+            .expect("the test MariaDB at 127.0.0.1:3306 as root (scripts/mariadb sets it up)");
+        let db = unique("mcp_cli_t");
+        let reader = format!("{db}_r");
+        let writer = format!("{db}_w");
+        for statement in [format!("CREATE DATABASE `{db}`"), format!("USE `{db}`")] {
+            runtime.block_on(admin.query_drop(statement)).unwrap();
+        }
+        // From here on, dropping the fixture (a failed setup statement panics) drops it all.
+        let my = My {
+            runtime,
+            admin: std::cell::RefCell::new(admin),
+            db,
+            reader,
+            writer,
+        };
+        let mut statements: Vec<String> = setup
+            .split(";;")
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect();
+        let (db, reader, writer) = (&my.db, &my.reader, &my.writer);
+        statements.extend([
+            format!("CREATE USER '{reader}'@'%'"),
+            format!("CREATE USER '{writer}'@'%'"),
+            format!("GRANT SELECT, SHOW VIEW ON `{db}`.* TO '{reader}'@'%'"),
+            format!("GRANT SELECT, INSERT, UPDATE, DELETE ON `{db}`.* TO '{writer}'@'%'"),
+        ]);
+        for statement in statements {
+            let mut admin = my.admin.borrow_mut();
+            my.runtime
+                .block_on(admin.query_drop(&statement))
+                .unwrap_or_else(|e| panic!("{statement}: {e}"));
+        }
+        my
+    }
+
+    /// The first column of the first row of `sql`, as text (NULL as empty).
+    pub fn scalar(&self, sql: &str) -> String {
+        use mysql_async::prelude::Queryable as _;
+        let mut admin = self.admin.borrow_mut();
+        let row: Option<Option<String>> = self
+            .runtime
+            .block_on(admin.query_first(sql))
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        row.flatten().unwrap_or_default()
+    }
+}
+
+impl Drop for My {
+    fn drop(&mut self) {
+        use mysql_async::prelude::Queryable as _;
+        let (db, reader, writer) = (&self.db, &self.reader, &self.writer);
+        let admin = self.admin.get_mut();
+        for statement in [
+            format!("DROP DATABASE IF EXISTS `{db}`"),
+            format!("DROP USER IF EXISTS '{reader}'@'%'"),
+            format!("DROP USER IF EXISTS '{writer}'@'%'"),
+        ] {
+            let _ = self.runtime.block_on(admin.query_drop(statement));
+        }
+    }
+}

@@ -1,0 +1,701 @@
+//! The MySQL and MariaDB engine.
+//!
+//! Read-only is the server's doing, never a reading of the SQL:
+//! - The user's text is only ever sent as a prepared statement (`COM_STMT_PREPARE`), which holds
+//!   exactly one statement: stacked statements are a syntax error, whatever the connection's
+//!   multi-statement flag. Nothing of the user's is sent as a plain query.
+//! - Every read runs inside an XA transaction started read-only (`SET TRANSACTION READ ONLY;
+//!   XA START`), then ended and rolled back. Not `START TRANSACTION READ ONLY`: in that one, a
+//!   statement that commits implicitly (`CREATE TABLE`, `DROP`, `TRUNCATE`, `LOCK TABLES`,
+//!   `RENAME`, ...) first commits the read-only transaction and then runs outside any transaction,
+//!   where it writes (verified on MariaDB 10.11: `CREATE TABLE` created its table). Inside an
+//!   active XA transaction MariaDB and MySQL refuse every such statement, and `COMMIT` itself
+//!   (`XAER_RMFAIL`), while the transaction's read-only mode refuses writes to every kind of
+//!   table, temporary tables included, `SELECT ... FOR UPDATE`, sequences' `nextval` and writes
+//!   inside stored functions (`ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION`).
+//! - After every call the session is reset (`COM_RESET_CONNECTION`): temporary tables, `HANDLER`s,
+//!   user-level locks (`GET_LOCK`), user variables, session settings and prepared statements are
+//!   dropped, so nothing a statement set outlives its call.
+//! - An account that holds privileges reaching past the database (`FILE`, `SUPER`, grant
+//!   option, routines with another account's rights, writes to `mysql.*`) is refused at start.
+//!
+//! Limits: `max_statement_time` (MariaDB) or `max_execution_time` (MySQL, which applies it to
+//! `SELECT` only) for time, `sql_select_limit` so that the server stops after the row limit, and
+//! a backstop: past the deadline the statement is stopped with `KILL QUERY` from a side
+//! connection (a statement can lift the session's limit with `SET STATEMENT ... FOR`). A client
+//! cancellation is the same `KILL QUERY`.
+
+mod catalog;
+mod errors;
+mod options;
+mod pool;
+mod types;
+
+use std::future::Future;
+use std::pin::{Pin, pin};
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::Queryable as _;
+use mysql_async::{Conn, Params, Statement, Value as MyValue};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{DatabaseConfig, Limits, MysqlConfig};
+use crate::engine::{CatalogEntry, Description};
+use crate::error::{ExecError, SqlError};
+use crate::output::{Column, Rows};
+use crate::value::{Collector, Param, Truncation};
+use errors::classify;
+use options::Prepared;
+use pool::{GetError, MyConn, MyPool};
+use types::Kind;
+
+/// How long past the call's deadline the engine waits for the server's own time limit before it
+/// stops the statement itself.
+const GRACE: Duration = Duration::from_secs(1);
+/// How long a stopped statement may take to end before its connection is abandoned.
+const STOP_WAIT: Duration = Duration::from_secs(5);
+
+/// Which server answers: the two differ in the name and unit of the statement time limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flavor {
+    MariaDb,
+    MySql,
+}
+
+impl Flavor {
+    fn label(self) -> &'static str {
+        match self {
+            Flavor::MariaDb => "MariaDB",
+            Flavor::MySql => "MySQL",
+        }
+    }
+
+    /// The session settings of one call: its time limit, lock waits no longer than it, UTC for
+    /// TIMESTAMP values, and, for reads, the server stopping one row past the row limit.
+    fn session(self, limits: Limits, read: bool) -> String {
+        let ms = limits.timeout.as_millis().max(1);
+        let secs = ms.div_ceil(1000);
+        let time = match self {
+            Flavor::MariaDb => format!("max_statement_time = {:.3}", ms as f64 / 1000.0),
+            Flavor::MySql => format!("max_execution_time = {ms}"),
+        };
+        let rows = if read {
+            format!(", SESSION sql_select_limit = {}", limits.max_rows + 1)
+        } else {
+            String::new()
+        };
+        format!(
+            "SET SESSION {time}, SESSION lock_wait_timeout = {secs}, \
+             SESSION innodb_lock_wait_timeout = {secs}, SESSION time_zone = '+00:00'{rows}"
+        )
+    }
+}
+
+/// A failed call: what to tell the model, and whether the connection is no longer fit for another
+/// call.
+struct Failure {
+    error: ExecError,
+    fatal: bool,
+}
+
+impl Failure {
+    fn my(e: &mysql_async::Error, limit: Duration, flavor: Flavor) -> Failure {
+        Failure {
+            error: classify(e, limit, flavor.label()),
+            fatal: !matches!(e, mysql_async::Error::Server(_)),
+        }
+    }
+}
+
+/// What becomes of a connection after a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum After {
+    /// Its session was reset: it may serve the next call.
+    Reuse,
+    /// It is closed.
+    Close,
+    /// A result is still streaming from it: the statement is stopped, then it is closed.
+    Kill,
+}
+
+type Done<T> = (Result<T, Failure>, After);
+
+type Job<'c, T> = Pin<Box<dyn Future<Output = Done<T>> + Send + 'c>>;
+
+pub(crate) struct MyDb {
+    reader: MyPool,
+    writer: Option<MyPool>,
+    flavor: Flavor,
+}
+
+fn pool(url: &str, name: &str, config: &MysqlConfig) -> Result<MyPool, SqlError> {
+    let prepared = options::prepare(
+        url,
+        config.ssl_mode,
+        config.ssl_root_cert.as_deref(),
+        config.connect_timeout,
+    )
+    .map_err(|reason| SqlError::Config {
+        database: name.to_owned(),
+        reason,
+    })?;
+    Ok(MyPool::new(prepared, config.connections))
+}
+
+/// Connects one connection of `pool`, and refuses its account if it holds privileges that escape
+/// read-only. Returns the server's flavor.
+async fn check(pool: &MyPool, database: &str, allow: bool) -> Result<Flavor, SqlError> {
+    let prepared = pool.prepared();
+    let fail = |e| errors::setup_error(database, prepared, e);
+    let mut conn = match pool.get(Duration::from_secs(60)).await {
+        Ok(conn) => conn,
+        Err(GetError::Connect(e)) => return Err(fail(e)),
+        Err(e) => {
+            return Err(SqlError::Catalog {
+                database: database.to_owned(),
+                message: format!("{}: {}", prepared.target, errors::get_error(&e, prepared)),
+            });
+        }
+    };
+    let version: Option<String> = conn
+        .conn()
+        .query_first("SELECT VERSION()")
+        .await
+        .map_err(fail)?;
+    let flavor = if version.unwrap_or_default().contains("MariaDB") {
+        Flavor::MariaDb
+    } else {
+        Flavor::MySql
+    };
+    let (account, privileges) = catalog::check_account(conn.conn()).await.map_err(fail)?;
+    if conn.conn().reset().await.is_ok() {
+        conn.finish();
+    }
+    if privileges.is_empty() {
+        return Ok(flavor);
+    }
+    let privileges = privileges.join(", ");
+    if allow {
+        tracing::warn!(database, %account, %privileges, "serving MySQL through a privileged account, as configured");
+        Ok(flavor)
+    } else {
+        Err(SqlError::PrivilegedAccount {
+            database: database.to_owned(),
+            account,
+            privileges,
+        })
+    }
+}
+
+impl MyDb {
+    pub(crate) fn label(&self) -> &'static str {
+        self.flavor.label()
+    }
+
+    pub(crate) fn pools(&self) -> Vec<crate::database::PoolStats> {
+        let mut pools = vec![self.reader.stats("read")];
+        pools.extend(self.writer.as_ref().map(|w| w.stats("write")));
+        pools
+    }
+
+    /// Connects the read pool (and the write pool, if writes are allowed), checking each account.
+    pub(crate) async fn connect(
+        name: &str,
+        config: &MysqlConfig,
+        db: &DatabaseConfig,
+    ) -> Result<MyDb, SqlError> {
+        // rustls picks its crypto provider from the process default when the driver builds its
+        // TLS configuration; aws-lc-rs is the one the rest of the workspace uses.
+        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+        let reader = pool(&config.url, name, config)?;
+        let flavor = check(&reader, name, config.allow_privileged_account).await?;
+        let writer = if db.allow_write {
+            let url = config.write_url.as_deref().unwrap_or(&config.url);
+            let writer = pool(url, name, config)?;
+            check(&writer, name, config.allow_privileged_account).await?;
+            Some(writer)
+        } else {
+            None
+        };
+        Ok(MyDb {
+            reader,
+            writer,
+            flavor,
+        })
+    }
+
+    /// Lends a connection and runs `job` on it, under the call's deadline and the request's
+    /// cancellation: either one stops the running statement with `KILL QUERY`.
+    async fn run<T, F>(
+        &self,
+        pool: &MyPool,
+        limits: Limits,
+        cancel: &CancellationToken,
+        job: F,
+    ) -> Result<T, ExecError>
+    where
+        F: for<'c> FnOnce(&'c mut Conn) -> Job<'c, T>,
+    {
+        let deadline = Instant::now() + limits.timeout;
+        let wait = limits.connection_wait.min(limits.timeout);
+        let mut conn: MyConn = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(ExecError::Cancelled),
+            () = tokio::time::sleep_until(deadline.into()) => return Err(ExecError::Timeout(limits.timeout)),
+            conn = pool.get(wait) => conn.map_err(|e| match e {
+                GetError::Busy { connections } => ExecError::Busy { connections, waited: wait },
+                e => ExecError::Unavailable(errors::get_error(&e, pool.prepared())),
+            })?,
+        };
+        let id = conn.id();
+        conn.start();
+        let (out, stopped) = {
+            let work = job(conn.conn());
+            supervise(work, cancel, deadline + GRACE, pool.prepared(), id).await
+        };
+        match (out, stopped) {
+            (Some((result, after)), None) => {
+                match after {
+                    After::Reuse => conn.finish(),
+                    After::Close => conn.abandon(),
+                    // The connection's own drop sends `KILL QUERY` while it is marked busy.
+                    After::Kill => drop(conn),
+                }
+                result.map_err(|f| f.error)
+            }
+            // The statement was stopped, so the connection is closed rather than reused. A call
+            // that finished anyway (a write that committed just before the stop) reports what
+            // happened.
+            (Some((Ok(value), _)), Some(_)) => {
+                conn.abandon();
+                Ok(value)
+            }
+            (_, Some(error)) => {
+                conn.abandon();
+                Err(error(limits.timeout))
+            }
+            (None, None) => unreachable!("supervise returns an output unless it stopped the work"),
+        }
+    }
+
+    pub(crate) async fn query(
+        &self,
+        sql: String,
+        params: Vec<Param>,
+        limits: Limits,
+        cancel: &CancellationToken,
+    ) -> Result<Rows, ExecError> {
+        let flavor = self.flavor;
+        self.run(&self.reader, limits, cancel, move |conn| {
+            Box::pin(async move { read_call(conn, flavor, &sql, &params, limits).await })
+        })
+        .await
+    }
+
+    pub(crate) async fn execute(
+        &self,
+        sql: String,
+        params: Vec<Param>,
+        limits: Limits,
+        cancel: &CancellationToken,
+    ) -> Result<Rows, ExecError> {
+        let Some(writer) = &self.writer else {
+            return Err(ExecError::Refused(
+                "writes are not enabled on this database".into(),
+            ));
+        };
+        let flavor = self.flavor;
+        self.run(writer, limits, cancel, move |conn| {
+            Box::pin(async move { write_call(conn, flavor, &sql, &params, limits).await })
+        })
+        .await
+    }
+
+    pub(crate) async fn tables(
+        &self,
+        limits: Limits,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<CatalogEntry>, ExecError> {
+        let flavor = self.flavor;
+        self.run(&self.reader, limits, cancel, move |conn| {
+            Box::pin(async move {
+                let result = catalog::tables(conn).await;
+                finish(
+                    conn,
+                    result.map_err(|e| Failure::my(&e, limits.timeout, flavor)),
+                )
+                .await
+            })
+        })
+        .await
+    }
+
+    pub(crate) async fn describe(
+        &self,
+        schema: Option<String>,
+        table: String,
+        limits: Limits,
+        cancel: &CancellationToken,
+    ) -> Result<Option<Description>, ExecError> {
+        let flavor = self.flavor;
+        self.run(&self.reader, limits, cancel, move |conn| {
+            Box::pin(async move {
+                let result = catalog::describe(conn, schema.as_deref(), &table).await;
+                finish(
+                    conn,
+                    result.map_err(|e| Failure::my(&e, limits.timeout, flavor)),
+                )
+                .await
+            })
+        })
+        .await
+    }
+}
+
+/// Runs `work` until it finishes, the request is cancelled, or `backstop` passes; in the latter two
+/// cases stops the statement with `KILL QUERY` and waits a little for it to end. The second value
+/// is the error to report when the call was stopped.
+async fn supervise<T>(
+    work: impl Future<Output = T>,
+    cancel: &CancellationToken,
+    backstop: Instant,
+    prepared: &Prepared,
+    id: u32,
+) -> (Option<T>, Option<fn(Duration) -> ExecError>) {
+    let mut work = pin!(work);
+    let stopped: fn(Duration) -> ExecError = tokio::select! {
+        biased;
+        out = &mut work => return (Some(out), None),
+        () = cancel.cancelled() => |_| ExecError::Cancelled,
+        () = tokio::time::sleep_until(backstop.into()) => ExecError::Timeout,
+    };
+    if let Err(e) = pool::kill_query(prepared, id).await {
+        tracing::warn!(error = %e, "could not stop a MySQL statement");
+    }
+    let out = tokio::time::timeout(STOP_WAIT, &mut work).await.ok();
+    (out, Some(stopped))
+}
+
+/// Ends a call that left no result streaming: resets the session (temporary tables, handlers,
+/// locks, variables, prepared statements), and says whether the connection may serve another
+/// call.
+async fn finish<T>(conn: &mut Conn, result: Result<T, Failure>) -> Done<T> {
+    if result.as_ref().is_err_and(|f| f.fatal) {
+        return (result, After::Close);
+    }
+    match conn.reset().await {
+        Ok(true) => (result, After::Reuse),
+        Ok(false) => (result, After::Close),
+        Err(e) => {
+            tracing::warn!(error = %e, "could not reset a MySQL session; closing it");
+            (result, After::Close)
+        }
+    }
+}
+
+fn bind(params: &[Param]) -> Params {
+    if params.is_empty() {
+        return Params::Empty;
+    }
+    Params::Positional(
+        params
+            .iter()
+            .map(|p| match p {
+                Param::Null => MyValue::NULL,
+                Param::Bool(b) => MyValue::Int(i64::from(*b)),
+                Param::Int(i) => MyValue::Int(*i),
+                Param::Float(f) => MyValue::Double(*f),
+                Param::Text(s) => MyValue::Bytes(s.clone().into_bytes()),
+            })
+            .collect(),
+    )
+}
+
+/// Prepares the user's statement and checks the parameters against it.
+async fn prepare_statement(
+    conn: &mut Conn,
+    flavor: Flavor,
+    sql: &str,
+    params: &[Param],
+    limit: Duration,
+) -> Result<Statement, Failure> {
+    let stmt = conn.prep(sql).await.map_err(|e| {
+        if errors::second_statement(&e, sql) {
+            Failure {
+                error: ExecError::MultipleStatements,
+                fatal: false,
+            }
+        } else {
+            Failure::my(&e, limit, flavor)
+        }
+    })?;
+    let expected = usize::from(stmt.num_params());
+    if expected != params.len() {
+        return Err(Failure {
+            error: ExecError::Sql(format!(
+                "the statement has {expected} parameter placeholder(s) (?) but {} value(s) were given in `params`",
+                params.len()
+            )),
+            fatal: false,
+        });
+    }
+    Ok(stmt)
+}
+
+/// A table column known to hold JSON: schema, table and column names.
+type JsonColumn = (String, String, String);
+
+/// On MariaDB, the JSON columns among the tables a prepared statement's result reads from: MariaDB
+/// keeps a JSON column as LONGTEXT with a `json_valid` check, and its result metadata carries no
+/// mark of it. One catalog lookup per table with such a text column.
+async fn json_columns(
+    conn: &mut Conn,
+    flavor: Flavor,
+    stmt: &Statement,
+) -> Result<Vec<JsonColumn>, mysql_async::Error> {
+    let mut found = Vec::new();
+    if flavor != Flavor::MariaDb {
+        return Ok(found);
+    }
+    let mut looked_up: Vec<(String, String)> = Vec::new();
+    for c in stmt.columns().iter() {
+        let long_text = matches!(
+            c.column_type(),
+            mysql_async::consts::ColumnType::MYSQL_TYPE_BLOB
+                | mysql_async::consts::ColumnType::MYSQL_TYPE_LONG_BLOB
+        ) && c.character_set() != 63;
+        let key = (c.schema_str().into_owned(), c.org_table_str().into_owned());
+        if !long_text || key.0.is_empty() || key.1.is_empty() || looked_up.contains(&key) {
+            continue;
+        }
+        for name in catalog::mariadb_json_columns(conn, &key.0, &key.1).await? {
+            found.push((key.0.clone(), key.1.clone(), name));
+        }
+        looked_up.push(key);
+    }
+    Ok(found)
+}
+
+/// The columns of a result as it came (a prepared statement's own metadata may lack them, as for
+/// `INSERT ... RETURNING`), with how each is decoded.
+fn columns(meta: &[mysql_async::Column], json: &[JsonColumn]) -> (Vec<Column>, Vec<Kind>) {
+    meta.iter()
+        .map(|c| {
+            let is_json = json.iter().any(|(s, t, n)| {
+                *s == c.schema_str() && *t == c.org_table_str() && *n == c.org_name_str()
+            });
+            (
+                Column {
+                    name: c.name_str().into_owned(),
+                    ty: Some(types::type_name(c, is_json)),
+                },
+                types::kind(c, is_json),
+            )
+        })
+        .unzip()
+}
+
+/// One row as JSON, or `None` when a value is larger than `cap` bytes.
+fn values(row: mysql_async::Row, kinds: &[Kind], cap: usize) -> Option<Vec<Value>> {
+    let raw = row.unwrap_raw();
+    if raw.iter().flatten().any(|v| types::wire_len(v) > cap) {
+        return None;
+    }
+    Some(
+        raw.into_iter()
+            .zip(kinds)
+            .map(|(v, kind)| types::decode(*kind, v.unwrap_or(MyValue::NULL)))
+            .collect(),
+    )
+}
+
+/// A read: the session limits, a read-only XA transaction, the one prepared statement, rows up to
+/// the limits, then the transaction ended, rolled back and the session reset.
+async fn read_call(
+    conn: &mut Conn,
+    flavor: Flavor,
+    sql: &str,
+    params: &[Param],
+    limits: Limits,
+) -> Done<Rows> {
+    let limit = limits.timeout;
+    let fail = |e: mysql_async::Error| Failure::my(&e, limit, flavor);
+    let xid = format!("mcp-sql-{}", random_hex());
+    let begin = async {
+        conn.query_drop(flavor.session(limits, true)).await?;
+        conn.query_drop("SET TRANSACTION READ ONLY").await?;
+        conn.query_drop(format!("XA START '{xid}'")).await
+    };
+    if let Err(e) = begin.await {
+        return (Err(fail(e)), After::Close);
+    }
+    let result = read(conn, flavor, sql, params, limits).await;
+    let result = match result {
+        // The result was cut with rows still coming: the statement is stopped and the
+        // connection closed rather than drained (the server rolls the transaction back).
+        Ok((rows, false)) => return (Ok(rows), After::Kill),
+        Ok((rows, true)) => Ok(rows),
+        // A value over the cap was met with the rest of the result still coming: the same.
+        Err(f) if matches!(f.error, ExecError::TooBig(_)) => return (Err(f), After::Kill),
+        Err(f) => Err(f),
+    };
+    if result.as_ref().is_err_and(|f| f.fatal) {
+        return (result, After::Close);
+    }
+    // The user's statement cannot have ended the transaction (XA refuses that), nor can it know
+    // the random xid; should ending it fail anyway, the connection is closed, which rolls back.
+    let _ = conn.query_drop(format!("XA END '{xid}'")).await;
+    if let Err(e) = conn.query_drop(format!("XA ROLLBACK '{xid}'")).await {
+        tracing::warn!(error = %e, "could not roll a MySQL read back; closing its connection");
+        return (result, After::Close);
+    }
+    finish(conn, result).await
+}
+
+/// Runs the prepared read and collects rows. The flag says whether the result was read to its end.
+async fn read(
+    conn: &mut Conn,
+    flavor: Flavor,
+    sql: &str,
+    params: &[Param],
+    limits: Limits,
+) -> Result<(Rows, bool), Failure> {
+    let limit = limits.timeout;
+    let fail = |e: mysql_async::Error| Failure::my(&e, limit, flavor);
+    let stmt = prepare_statement(conn, flavor, sql, params, limit).await?;
+    let json = json_columns(conn, flavor, &stmt).await.map_err(fail)?;
+    let cap = limits.value_cap();
+    let mut collector = Collector::new(limits.max_rows, limits.max_bytes);
+    let started = Instant::now();
+    let mut result = conn.exec_iter(&stmt, bind(params)).await.map_err(fail)?;
+    let (columns, kinds) = columns(result.columns_ref(), &json);
+    let mut complete = true;
+    while let Some(row) = result.next().await.map_err(fail)? {
+        let Some(values) = values(row, &kinds, cap) else {
+            return Err(Failure {
+                error: ExecError::TooBig(cap),
+                // The rest of the result is still on the wire.
+                fatal: true,
+            });
+        };
+        if !collector.push(values) {
+            complete = false;
+            break;
+        }
+    }
+    if complete {
+        // Further result sets (a procedure's) are read and dropped; only the first is returned.
+        result.drop_result().await.map_err(fail)?;
+        out_of_time(started, limit)?;
+    }
+    Ok((
+        Rows {
+            columns,
+            rows: collector.rows,
+            truncated: collector.truncated,
+            rows_affected: None,
+        },
+        complete,
+    ))
+}
+
+/// An approved write: one prepared statement in a read-write transaction, committed when it
+/// succeeds and rolled back otherwise. Returned rows (`RETURNING`, a procedure's result) are kept
+/// up to the limits, but the statement always runs to completion.
+async fn write_call(
+    conn: &mut Conn,
+    flavor: Flavor,
+    sql: &str,
+    params: &[Param],
+    limits: Limits,
+) -> Done<Rows> {
+    let limit = limits.timeout;
+    let fail = |e: mysql_async::Error| Failure::my(&e, limit, flavor);
+    let begin = async {
+        conn.query_drop(flavor.session(limits, false)).await?;
+        conn.query_drop("START TRANSACTION READ WRITE").await
+    };
+    if let Err(e) = begin.await {
+        return (Err(fail(e)), After::Close);
+    }
+    let result = write(conn, flavor, sql, params, limits).await;
+    let result = match result {
+        Ok(rows) => match conn.query_drop("COMMIT").await {
+            Ok(()) => Ok(rows),
+            Err(e) => Err(fail(e)),
+        },
+        Err(f) => {
+            if !f.fatal && conn.query_drop("ROLLBACK").await.is_err() {
+                return (Err(f), After::Close);
+            }
+            Err(f)
+        }
+    };
+    finish(conn, result).await
+}
+
+async fn write(
+    conn: &mut Conn,
+    flavor: Flavor,
+    sql: &str,
+    params: &[Param],
+    limits: Limits,
+) -> Result<Rows, Failure> {
+    let limit = limits.timeout;
+    let fail = |e: mysql_async::Error| Failure::my(&e, limit, flavor);
+    let stmt = prepare_statement(conn, flavor, sql, params, limit).await?;
+    let json = json_columns(conn, flavor, &stmt).await.map_err(fail)?;
+    let cap = limits.value_cap();
+    let mut collector = Collector::new(limits.max_rows, limits.max_bytes);
+    let started = Instant::now();
+    let mut result = conn.exec_iter(&stmt, bind(params)).await.map_err(fail)?;
+    let (columns, kinds) = columns(result.columns_ref(), &json);
+    let mut seen: u64 = 0;
+    while let Some(row) = result.next().await.map_err(fail)? {
+        seen += 1;
+        if collector.wants_more() {
+            match values(row, &kinds, cap) {
+                Some(values) => {
+                    collector.push(values);
+                }
+                None => collector.cut(Truncation::MaxBytes),
+            }
+        }
+    }
+    // A statement that returns rows (`INSERT ... RETURNING`, `DELETE ... RETURNING`) ends with no
+    // count of its own: each returned row is a row it changed.
+    let affected = match result.affected_rows() {
+        0 if !columns.is_empty() => seen,
+        n => n,
+    };
+    result.drop_result().await.map_err(fail)?;
+    // Rolled back by the caller, not committed.
+    out_of_time(started, limit)?;
+    Ok(Rows {
+        columns,
+        rows: collector.rows,
+        truncated: collector.truncated,
+        rows_affected: Some(affected),
+    })
+}
+
+/// A statement that ran for the whole time limit was stopped by the server's limit, even when it
+/// ends without an error: an interrupted `SLEEP()` returns 1, and `DO SLEEP(60)` then succeeds.
+fn out_of_time(started: Instant, limit: Duration) -> Result<(), Failure> {
+    if started.elapsed() >= limit {
+        Err(Failure {
+            error: ExecError::Timeout(limit),
+            fatal: false,
+        })
+    } else {
+        Ok(())
+    }
+}
+
+/// 16 random bytes in hex, for the XA transaction's id.
+fn random_hex() -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the system's random source");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
