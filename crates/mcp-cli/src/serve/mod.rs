@@ -220,7 +220,7 @@ pub(crate) struct ServeArgs {
     /// clients that declare the tasks extension: seconds, with a unit (500ms, 30s), or off
     /// [default: 5s].
     #[arg(long, value_name = "DURATION|off", value_parser = flags::duration_or_off)]
-    task_after: Option<Option<Duration>>,
+    task_after: Option<flags::DurationOrOff>,
 
     /// The data folder: the sample database, and the record of used write approvals
     /// (used-approvals.db) when writes are allowed [default: $MCP_DATA_DIR, else

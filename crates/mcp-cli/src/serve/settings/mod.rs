@@ -19,6 +19,7 @@ use mcp_sql::{DEFAULT_DATABASE, DatabaseConfig, Limits, PostgresConfig, SqliteCo
 
 use super::ServeArgs;
 use super::file::{DatabaseSection, ErasSetting, FileConfig, LegacyHttpSetting, SecondsOrOff};
+use crate::flags::DurationOrOff;
 use crate::logging::LogFormat;
 
 /// The default HTTP address: loopback only.
@@ -367,8 +368,8 @@ pub(crate) fn resolve(
         return Err(format!("{key}: expected a postgres:// URL"));
     }
     let task_after = match (args.task_after, &file.server.task_after) {
-        (Some(Some(d)), _) => Some(check_positive(d, "--task-after")?),
-        (Some(None), _) => None,
+        (Some(DurationOrOff(Some(d))), _) => Some(check_positive(d, "--task-after")?),
+        (Some(DurationOrOff(None)), _) => None,
         (None, Some(SecondsOrOff(Some(d)))) => Some(check_positive(*d, "server.task_after")?),
         (None, Some(SecondsOrOff(None))) => None,
         (None, None) => Some(DEFAULT_TASK_AFTER),

@@ -16,4 +16,5 @@ mod postgres;
 mod postgres_tls;
 mod sqlite;
 pub(crate) mod support;
+mod tasks;
 mod watch;
