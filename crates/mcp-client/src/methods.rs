@@ -215,7 +215,7 @@ pub(crate) enum Answer<T> {
     /// The result, and how many input rounds it took.
     Done(T, usize),
     /// The task it became, and the result as received.
-    Task(CreateTaskResult, Box<mcp_jsonrpc::RawValue>),
+    Task(Box<CreateTaskResult>, Box<mcp_jsonrpc::RawValue>),
 }
 
 impl<T> Answer<T> {
@@ -531,7 +531,7 @@ impl Inner {
                     options.deliver_result(&raw);
                     return Ok(Answer::Done(decode(method, &raw)?, rounds));
                 }
-                Kind::Task => return Ok(Answer::Task(decode(method, &raw)?, raw)),
+                Kind::Task => return Ok(Answer::Task(Box::new(decode(method, &raw)?), raw)),
                 Kind::InputRequired => {}
             }
             let interim: InputRequiredResult = decode(method, &raw)?;
