@@ -138,6 +138,52 @@ fn a_plain_call_waits_through_its_task() {
     assert!(run.stdout.contains("Deleted old.log"), "{}", run.stdout);
     assert!(run.stderr.contains("Delete old.log?"), "{}", run.stderr);
 
+    // A task started with --task asks when it is waited for.
+    let run = server.run(
+        &[
+            "call",
+            "--task",
+            "confirm_delete",
+            "--arg",
+            "filename=keep.log",
+        ],
+        "",
+    );
+    run.expect_code(0);
+    let id = id_of(&run);
+    // The task reaches input_required as soon as its handler has run.
+    let mut got = server.run(&["task", "get", &id], "");
+    for _ in 0..50 {
+        if got.stdout.contains("input_required") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        got = server.run(&["task", "get", &id], "");
+    }
+    got.expect_code(0);
+    assert!(got.stdout.contains("input_required"), "{}", got.stdout);
+    assert!(
+        got.stdout
+            .contains("waiting for input:\n  confirm: a form: Delete keep.log?"),
+        "{}",
+        got.stdout
+    );
+    assert!(
+        got.stderr
+            .contains(&format!("mcp task wait {id} asks for it")),
+        "{}",
+        got.stderr
+    );
+    let waited = server.run(&["task", "wait", &id], "n\n");
+    waited.expect_code(0);
+    assert!(
+        waited
+            .stdout
+            .contains("Kept keep.log: the deletion was declined"),
+        "{}",
+        waited.stdout
+    );
+
     // A tool error is the tool's (exit 1), a failed task the server's JSON-RPC error (exit 2).
     let run = server.run(&["call", "failing_job"], "");
     run.expect_code(1);

@@ -16,7 +16,8 @@ use mcp_server::{
 };
 use mcp_types::{
     BooleanSchema, CallToolResult, ElicitAction, ElicitRequestFormParams, ElicitResult,
-    ElicitValue, ErrorObject, JsonObject, RequestedSchema, TASKS_EXTENSION, TaskStatus, Tool,
+    ElicitValue, ErrorObject, InputResponse, JsonObject, RequestedSchema, TASKS_EXTENSION,
+    TaskStatus, Tool,
 };
 use serde_json::{Value, json};
 
