@@ -209,7 +209,8 @@ pub(crate) struct CallArgs {
 #[derive(Subcommand, Debug)]
 pub(crate) enum TaskAction {
     /// Show the task: status, message, times; its result once completed, its error once failed,
-    /// the input it waits for. Exits 0 whatever the task's status.
+    /// the input it waits for. Exits 0 while it runs, and once it ended as `mcp task wait` would
+    /// (1 for a tool error, 2 once failed or cancelled).
     Get(TaskIdArgs),
     /// Wait for the task to end, showing its status messages on stderr, and print its result as
     /// `mcp call` does (same exit codes). Input the task asks for is asked in the terminal.

@@ -10,7 +10,13 @@ const WAV: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
 
 /// Every tool of the fixture, in `tools/list` order (the registry orders tools by name).
 const TOOLS: &[&str] = &[
+    "confirm_delete",
+    "failing_job",
+    "greet",
     "json_schema_2020_12_tool",
+    "multi_input",
+    "protocol_error_job",
+    "slow_compute",
     "test_audio_content",
     "test_custom_header",
     "test_elicitation",
@@ -37,6 +43,7 @@ const TOOLS: &[&str] = &[
     "test_streaming_elicitation",
     "test_tool_with_logging",
     "test_tool_with_progress",
+    "test_tool_with_task",
     "test_trigger_prompt_change",
     "test_trigger_tool_change",
 ];
