@@ -333,6 +333,54 @@ both!(
     input_required_is_answered_by_the_elicitation_handler
 );
 
+async fn input_given_by_hand_with_update_task(kind: Kind) {
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let served = connect(
+        kind,
+        server(Arc::default()),
+        confirming(true, asked.clone()),
+    )
+    .await;
+    let client = &served.client;
+    let TaskOrResult::Task(task) = within(client.call_tool_as_task("confirm_delete", json!({})))
+        .await
+        .unwrap()
+    else {
+        panic!("not a task")
+    };
+    // The caller sees the input request and answers it itself.
+    let waiting = within(async {
+        loop {
+            let now = client.get_task(task.task_id.clone()).await.unwrap();
+            if now.task.status == TaskStatus::InputRequired {
+                return now;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let requests = waiting.input_requests.expect("input requests");
+    assert_eq!(requests.keys().collect::<Vec<_>>(), ["confirm"]);
+    let no = ElicitResult::accept(BTreeMap::from([(
+        "confirm".to_owned(),
+        ElicitValue::from(false),
+    )]));
+    let responses = BTreeMap::from([("confirm".to_owned(), InputResponse::Elicit(no))]);
+    within(client.update_task(task.task_id.clone(), responses))
+        .await
+        .unwrap();
+    let result = within(client.wait_task(task.task_id.clone()))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "kept");
+    assert!(
+        asked.lock().unwrap().is_empty(),
+        "the handler was not asked"
+    );
+    assert_eq!(served.wire.count("tasks/update"), 1);
+}
+both!(update_task, input_given_by_hand_with_update_task);
+
 async fn the_handle_for_callers_who_want_it(kind: Kind) {
     let served = connect(kind, server(Arc::default()), Client::builder()).await;
     let client = &served.client;
