@@ -28,10 +28,6 @@ pub(crate) fn duration(text: &str) -> Result<Duration, String> {
     })
 }
 
-/// A duration, or `off`: `DurationOrOff(None)`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct DurationOrOff(pub Option<Duration>);
-
 /// Parses a duration as [`duration`] does, or `off`.
 pub(crate) fn duration_or_off(text: &str) -> Result<DurationOrOff, String> {
     if text.trim().eq_ignore_ascii_case("off") {
@@ -42,6 +38,12 @@ pub(crate) fn duration_or_off(text: &str) -> Result<DurationOrOff, String> {
             .map_err(|e| format!("{e}, or off"))
     }
 }
+
+/// A duration, or `off` (`None`). A type of its own because clap reads a field of type
+/// `Option<Option<T>>` as a flag whose value may be left out, and would expect the parser to
+/// return a bare `T`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DurationOrOff(pub(crate) Option<Duration>);
 
 /// Parses an address to listen on: `PORT` (on loopback, `127.0.0.1`), or `HOST:PORT` where HOST is
 /// an IP address (`0.0.0.0`, `[::1]`) or `localhost` (`127.0.0.1`). Other host names are refused

@@ -21,7 +21,8 @@ mod serve;
     after_help = "Exit codes of the client commands: 0 success; 1 the tool reported an error \
 (isError); 2 a protocol error (a JSON-RPC error from the server, no common protocol \
 revision, or a server that does not speak the era --era forces); 3 a transport error (connect, I/O, HTTP status, the server exited) or a local \
-timeout (--timeout); 4 a usage or local error."
+timeout (--timeout); 4 a usage or local error; 130 interrupted by Ctrl-C while a call or \
+`mcp task wait` ran (the request, or the task, was cancelled)."
 )]
 struct Cli {
     #[command(subcommand)]

@@ -44,6 +44,8 @@ pub(crate) struct Config {
     pub(crate) probe_timeout: Duration,
     pub(crate) max_rounds: usize,
     pub(crate) shutdown_grace: Duration,
+    /// Whether every modern request declares the tasks extension.
+    pub(crate) tasks: bool,
 }
 
 impl Default for Config {
@@ -54,6 +56,7 @@ impl Default for Config {
             probe_timeout: Duration::from_secs(10),
             max_rounds: 8,
             shutdown_grace: Duration::from_secs(2),
+            tasks: true,
         }
     }
 }
@@ -174,6 +177,19 @@ impl ClientBuilder {
     #[must_use]
     pub fn max_input_rounds(mut self, rounds: usize) -> Self {
         self.config.max_rounds = rounds;
+        self
+    }
+
+    /// Whether modern requests declare the tasks extension (`io.modelcontextprotocol/tasks`,
+    /// default on), so that a server may answer a long `tools/call` with a task. The client then
+    /// drives the task for the caller: [`Client::call_tool`] polls `tasks/get` at the task's
+    /// interval, answers its input requests with the installed handlers, and returns the result as
+    /// if the call had been plain. Off, no request declares it but those of the explicit task
+    /// methods ([`Client::call_tool_as_task`], [`Client::get_task`], ...). Handshake-era sessions
+    /// never use tasks.
+    #[must_use]
+    pub fn tasks(mut self, enabled: bool) -> Self {
+        self.config.tasks = enabled;
         self
     }
 
@@ -357,7 +373,10 @@ impl ClientBuilder {
     }
 
     fn into_client(self, transport: Transport, child: Option<ChildProcess>) -> Client {
-        let capabilities = self.handlers.capabilities();
+        let mut capabilities = self.handlers.capabilities();
+        if self.config.tasks {
+            capabilities = crate::tasks::declare(capabilities);
+        }
         Client {
             inner: Arc::new(Inner {
                 transport,
@@ -437,7 +456,9 @@ impl Client {
         self.inner.discovered.lock().expect("discover lock").clone()
     }
 
-    /// The capabilities this client declares on every request (from its input handlers).
+    /// The capabilities this client declares on every modern request: from its input handlers,
+    /// and the tasks extension unless [`ClientBuilder::tasks`] turned it off. The handshake's
+    /// `initialize` declares those of the handlers only.
     pub fn capabilities(&self) -> &ClientCapabilities {
         &self.inner.capabilities
     }
@@ -596,7 +617,7 @@ impl Inner {
     /// The legacy handshake: `initialize`, then `notifications/initialized`.
     async fn initialize(&self) -> Result<(), Error> {
         let id = self.next_id();
-        let params = era::initialize_params(&self.info, &self.capabilities);
+        let params = era::initialize_params(&self.info, &self.handlers.capabilities());
         let mut body = Vec::with_capacity(256);
         mcp_jsonrpc::write_request(&mut body, &id, method_names::INITIALIZE, &params)
             .expect("initialize params serialize");
@@ -649,8 +670,13 @@ impl Inner {
             }
             return Value::Object(meta);
         }
-        let mut meta = RequestMeta::new(era.version(), self.capabilities.clone())
-            .with_client_info(self.info.clone());
+        let capabilities = if options.declare_tasks && !self.config.tasks {
+            crate::tasks::declare(self.capabilities.clone())
+        } else {
+            self.capabilities.clone()
+        };
+        let mut meta =
+            RequestMeta::new(era.version(), capabilities).with_client_info(self.info.clone());
         if let Some((level, _)) = &options.log {
             meta = meta.with_log_level(*level);
         }
@@ -739,6 +765,10 @@ impl Inner {
                         after: if hard_first { hard } else { idle },
                         hard: hard_first,
                     });
+                }
+                // Returning drops the request, which cancels it in the transport's way.
+                () = options.cancelled() => {
+                    return Err(Error::Cancelled { method: method.to_owned(), task_id: None });
                 }
             }
         };

@@ -80,6 +80,26 @@ pub enum Error {
         /// True when the hard maximum fired, false for the idle timeout that progress resets.
         hard: bool,
     },
+    /// The caller cancelled the request ([`Request::cancel_token`]); a task it had become was
+    /// cancelled with `tasks/cancel`.
+    ///
+    /// [`Request::cancel_token`]: crate::Request::cancel_token
+    #[error("{method}: cancelled by the caller{}", task_note(task_id.as_deref()))]
+    Cancelled {
+        /// The method of the request.
+        method: String,
+        /// The task the call had become, if it had.
+        task_id: Option<String>,
+    },
+    /// A task reached the `cancelled` status without this call cancelling it: another client (or
+    /// the same principal elsewhere) cancelled it, or the server did.
+    #[error("task {task_id} was cancelled{}", status_note(status_message.as_deref()))]
+    TaskCancelled {
+        /// The task.
+        task_id: String,
+        /// The task's last status message, if it had one.
+        status_message: Option<String>,
+    },
     /// The server broke the protocol.
     #[error("invalid server behaviour: {0}")]
     InvalidServerBehaviour(#[from] Violation),
@@ -127,6 +147,15 @@ pub enum Error {
     /// A value given by the application cannot be sent (a header value with a line break, ...).
     #[error("invalid argument: {0}")]
     InvalidArgument(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+fn task_note(task: Option<&str>) -> String {
+    task.map(|t| format!(" (task {t} cancelled with tasks/cancel)"))
+        .unwrap_or_default()
+}
+
+fn status_note(message: Option<&str>) -> String {
+    message.map(|m| format!(": {m}")).unwrap_or_default()
 }
 
 /// Why a program could not be started, as a shell would say it for the usual reasons.
@@ -244,6 +273,14 @@ pub enum Violation {
         /// Why it does not decode.
         detail: String,
     },
+    /// A task status this client does not know.
+    #[error("task {task_id}: unknown status {status:?}")]
+    UnknownTaskStatus {
+        /// The task.
+        task_id: String,
+        /// The status, as sent.
+        status: String,
+    },
     /// Pagination returned a cursor already followed.
     #[error("{method}: the server returned cursor {cursor:?} twice")]
     CursorLoop {
@@ -264,6 +301,8 @@ pub enum ErrorKind {
     Transport,
     /// A local timeout cancelled the request.
     Timeout,
+    /// The caller cancelled the request.
+    Cancelled,
     /// A local problem: a handler, an argument, no common version, an unsupported feature.
     Local,
 }
@@ -272,9 +311,11 @@ impl Error {
     /// The class of this error.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Protocol { .. } | Error::InvalidServerBehaviour(_) | Error::NotModern { .. } => {
-                ErrorKind::Protocol
-            }
+            Error::Protocol { .. }
+            | Error::InvalidServerBehaviour(_)
+            | Error::NotModern { .. }
+            | Error::TaskCancelled { .. } => ErrorKind::Protocol,
+            Error::Cancelled { .. } => ErrorKind::Cancelled,
             Error::Io(_)
             | Error::Http(_)
             | Error::Auth(_)

@@ -16,6 +16,13 @@
 //! - [`Client::listen`] returns a [`Subscription`], a stream of [`ListenEvent`]s; dropping it
 //!   unsubscribes. Dropping any call's future cancels it (HTTP: the response closes; stdio:
 //!   `notifications/cancelled`).
+//! - Long calls the server turns into tasks (the `io.modelcontextprotocol/tasks` extension,
+//!   declared by default, [`ClientBuilder::tasks`]) are waited for transparently:
+//!   [`Client::call_tool`] polls `tasks/get` at the task's interval, answers its input requests
+//!   with the same handlers, reports its status messages as progress, and cancels it
+//!   (`tasks/cancel`) when the call is cancelled, times out or is dropped.
+//!   [`Client::call_tool_as_task`], [`Client::get_task`], [`Client::update_task`],
+//!   [`Client::cancel_task`] and [`Client::wait_task`] give the handle to callers who want it.
 //! - An optional TTL cache ([`ClientBuilder::cache`], off by default) honours `ttlMs` and
 //!   `cacheScope`, keys `private` results by the authorization context, and drops entries when a
 //!   listen stream reports a change.
@@ -64,6 +71,7 @@ mod listen;
 mod methods;
 mod request;
 mod result;
+mod tasks;
 mod transport;
 
 pub use client::{Client, ClientBuilder};
@@ -72,6 +80,10 @@ pub use error::{Error, ErrorKind, StartProblem, Violation};
 pub use handlers::{BoxFuture, HandlerError, InputHandler};
 pub use listen::{ListenEvent, Subscription};
 pub use request::Request;
+pub use tasks::TaskOrResult;
+
+/// The token of [`Request::cancel_token`], from `tokio-util`.
+pub use tokio_util::sync::CancellationToken;
 pub use transport::process::Stderr;
 
 /// The client half of the HTTP binding, re-exported for its error type.

@@ -2,13 +2,14 @@
 //! cache, and the `x-mcp-header` bookkeeping of `tools/call` on HTTP.
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 use mcp_jsonrpc::code;
 use mcp_types::{
     CallToolResult, CompleteArgument, CompleteContext, CompleteResult, CompletionReference,
-    DiscoverResult, GetPromptResult, InputRequiredResult, JsonObject, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Prompt, ReadResourceResult,
-    Resource, ResourceTemplate, Tool, method_names, param_headers,
+    CreateTaskResult, DiscoverResult, GetPromptResult, InputRequiredResult, JsonObject,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Prompt,
+    ReadResourceResult, Resource, ResourceTemplate, Tool, method_names, param_headers,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -69,7 +70,7 @@ impl Page for ListPromptsResult {
 #[error("tool arguments must be a JSON object or null, not {0}")]
 struct NotAnObject(&'static str);
 
-fn object(value: Value) -> Result<Option<JsonObject>, Error> {
+pub(crate) fn object(value: Value) -> Result<Option<JsonObject>, Error> {
     match value {
         Value::Null => Ok(None),
         Value::Object(map) => Ok(Some(map)),
@@ -201,11 +202,34 @@ impl Client {
                 }
                 let method = method_names::COMPLETION_COMPLETE;
                 let raw = c.inner.send(method, params, Hints::default(), &o).await?;
-                result_kind(method, &raw, false)?;
+                result_kind(method, &raw, false, false)?;
                 o.deliver_result(&raw);
                 decode(method, &raw)
             })
         })
+    }
+}
+
+/// The first final answer to a request that may become a task.
+pub(crate) enum Answer<T> {
+    /// The result, and how many input rounds it took.
+    Done(T, usize),
+    /// The task it became, and the result as received.
+    Task(Box<CreateTaskResult>, Box<mcp_jsonrpc::RawValue>),
+}
+
+impl<T> Answer<T> {
+    /// The result of a request that cannot become a task.
+    fn done(self, method: &str) -> Result<(T, usize), Error> {
+        match self {
+            Answer::Done(result, rounds) => Ok((result, rounds)),
+            // `mrtr` accepts a task only where one is allowed.
+            Answer::Task(..) => Err(Violation::UnknownResultType {
+                method: method.to_owned(),
+                value: "\"task\"".to_owned(),
+            }
+            .into()),
+        }
     }
 }
 
@@ -252,7 +276,7 @@ impl Inner {
             return Ok(hit);
         }
         let raw = self.send(method, params, Hints::default(), options).await?;
-        result_kind(method, &raw, false)?;
+        result_kind(method, &raw, false, false)?;
         options.deliver_result(&raw);
         let value = prepare(decode::<T>(method, &raw)?);
         if let Some(cache) = &self.cache {
@@ -359,19 +383,20 @@ impl Inner {
         }
     }
 
-    async fn call_tool(
+    /// `tools/call` up to its first final answer: the result, or the task it became.
+    pub(crate) async fn start_tool_call(
         &self,
-        name: String,
-        arguments: Option<JsonObject>,
+        name: &str,
+        arguments: Option<&JsonObject>,
         options: &Options,
-    ) -> Result<CallToolResult, Error> {
+    ) -> Result<Answer<CallToolResult>, Error> {
         let mut params = JsonObject::new();
-        params.insert("name".into(), Value::from(name.as_str()));
-        if let Some(arguments) = &arguments {
+        params.insert("name".into(), Value::from(name));
+        if let Some(arguments) = arguments {
             params.insert("arguments".into(), Value::Object(arguments.clone()));
         }
         let method = method_names::TOOLS_CALL;
-        let hints = self.tool_hints(&name, arguments.as_ref());
+        let hints = self.tool_hints(name, arguments);
         match self.mrtr(method, &params, &hints, options).await {
             // spec 2026-07-28 basic/transports/streamable-http: headers come from the latest
             // inputSchema; on -32020 the client SHOULD re-fetch tools/list and retry, as a new
@@ -387,12 +412,29 @@ impl Inner {
                     ..Options::default()
                 };
                 self.list_all::<ListToolsResult>(&fresh).await?;
-                let hints = self.tool_hints(&name, arguments.as_ref());
-                self.mrtr(method, &params, &hints, options)
-                    .await
-                    .map(|(r, _)| r)
+                let hints = self.tool_hints(name, arguments);
+                self.mrtr(method, &params, &hints, options).await
             }
-            other => other.map(|(r, _)| r),
+            other => other,
+        }
+    }
+
+    /// `tools/call`, waiting through the task it may become.
+    async fn call_tool(
+        self: &Arc<Self>,
+        name: String,
+        arguments: Option<JsonObject>,
+        options: &Options,
+    ) -> Result<CallToolResult, Error> {
+        match self
+            .start_tool_call(&name, arguments.as_ref(), options)
+            .await?
+        {
+            Answer::Done(result, _) => Ok(result),
+            Answer::Task(created, _) => {
+                self.drive_task(created.task, options, crate::tasks::Abort::Cancel)
+                    .await
+            }
         }
     }
 
@@ -417,7 +459,8 @@ impl Inner {
         };
         let (result, rounds) = self
             .mrtr::<ReadResourceResult>(method, &params, &hints, options)
-            .await?;
+            .await?
+            .done(method)?;
         // spec 2026-07-28 basic/patterns/mrtr: results of retries carrying inputResponses or
         // requestState MUST NOT be cached.
         if rounds == 0
@@ -444,11 +487,21 @@ impl Inner {
             param_headers: Vec::new(),
         };
         self.mrtr(method_names::PROMPTS_GET, &params, &hints, options)
-            .await
+            .await?
+            .done(method_names::PROMPTS_GET)
             .map(|(r, _)| r)
     }
 
-    /// Runs a request that may answer `input_required`, with the number of rounds it took.
+    /// Whether a request of `method` with `options` may be answered with a task: a `tools/call`
+    /// of the modern era that declares the extension.
+    pub(crate) fn task_allowed(&self, method: &str, options: &Options) -> bool {
+        method == method_names::TOOLS_CALL
+            && !self.era().is_legacy()
+            && (self.config.tasks || options.declare_tasks)
+    }
+
+    /// Runs a request that may answer `input_required`, with the number of rounds it took, or the
+    /// task it became (`tools/call` only, when the extension was declared).
     ///
     /// spec 2026-07-28 basic/patterns/mrtr: fulfil every input request, then resend the original
     /// params with `inputResponses` and the `requestState` echoed unmodified, under a new id; these
@@ -459,7 +512,8 @@ impl Inner {
         params: &JsonObject,
         hints: &Hints,
         options: &Options,
-    ) -> Result<(T, usize), Error> {
+    ) -> Result<Answer<T>, Error> {
+        let task = self.task_allowed(method, options);
         let mut responses: Option<Value> = None;
         let mut state: Option<String> = None;
         let mut rounds = 0;
@@ -472,9 +526,13 @@ impl Inner {
                 round.insert("requestState".into(), Value::String(state.clone()));
             }
             let raw = self.send(method, round, hints.clone(), options).await?;
-            if result_kind(method, &raw, true)? == Kind::Complete {
-                options.deliver_result(&raw);
-                return Ok((decode(method, &raw)?, rounds));
+            match result_kind(method, &raw, true, task)? {
+                Kind::Complete => {
+                    options.deliver_result(&raw);
+                    return Ok(Answer::Done(decode(method, &raw)?, rounds));
+                }
+                Kind::Task => return Ok(Answer::Task(Box::new(decode(method, &raw)?), raw)),
+                Kind::InputRequired => {}
             }
             let interim: InputRequiredResult = decode(method, &raw)?;
             if !interim.is_well_formed() {

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use mcp_jsonrpc::RawValue;
 use mcp_types::{LoggingLevel, LoggingMessageNotificationParams, ProgressNotificationParams};
+use tokio_util::sync::CancellationToken;
 
 use crate::handlers::BoxFuture;
 use crate::{Client, Error};
@@ -24,6 +25,10 @@ pub(crate) struct Options {
     pub(crate) timeout: Option<Duration>,
     pub(crate) max_time: Option<Duration>,
     pub(crate) fresh: bool,
+    pub(crate) cancel: Option<CancellationToken>,
+    /// Declares the tasks extension on this request even when the client does not on every one
+    /// (`tasks/*`, [`Client::call_tool_as_task`]).
+    pub(crate) declare_tasks: bool,
 }
 
 impl Options {
@@ -31,6 +36,14 @@ impl Options {
     pub(crate) fn deliver_result(&self, raw: &RawValue) {
         if let Some(callback) = &self.result {
             callback(raw);
+        }
+    }
+
+    /// Waits until the call's cancellation token fires; never, without one.
+    pub(crate) async fn cancelled(&self) {
+        match &self.cancel {
+            Some(token) => token.cancelled().await,
+            None => std::future::pending().await,
         }
     }
 
@@ -49,6 +62,8 @@ impl fmt::Debug for Options {
             .field("timeout", &self.timeout)
             .field("max_time", &self.max_time)
             .field("fresh", &self.fresh)
+            .field("cancel", &self.cancel.is_some())
+            .field("declare_tasks", &self.declare_tasks)
             .finish()
     }
 }
@@ -140,6 +155,14 @@ impl<'c, T> Request<'c, T> {
     /// The hard maximum per request, whatever progress says. Overrides the client's default.
     pub fn max_time(mut self, max_time: Duration) -> Self {
         self.options.max_time = Some(max_time);
+        self
+    }
+
+    /// Cancels the call when `token` fires: the request is dropped (cancelled in the transport's
+    /// way) and the call fails with [`Error::Cancelled`]. A `tools/call` that became a task
+    /// ([`Client::call_tool`]) sends `tasks/cancel` first; [`Client::wait_task`] does too.
+    pub fn cancel_token(mut self, token: CancellationToken) -> Self {
+        self.options.cancel = Some(token);
         self
     }
 

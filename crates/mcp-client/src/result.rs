@@ -5,16 +5,24 @@ use serde_json::Value;
 
 use crate::{Error, Violation};
 
-/// Whether a result is final or asks for input.
+/// Whether a result is final, asks for input, or is a task handle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
     Complete,
     InputRequired,
+    /// `resultType: "task"` (the tasks extension): the result comes later, through `tasks/get`.
+    Task,
 }
 
 /// Reads `resultType`: absent means complete; `input_required` only where the method allows it;
-/// any other value is invalid (spec 2026-07-28 basic/index: never a guess).
-pub(crate) fn result_kind(method: &str, raw: &RawValue, mrtr: bool) -> Result<Kind, Error> {
+/// `task` only on a request that declared the tasks extension (`task`); any other value is
+/// invalid (spec 2026-07-28 basic/index: never a guess).
+pub(crate) fn result_kind(
+    method: &str,
+    raw: &RawValue,
+    mrtr: bool,
+    task: bool,
+) -> Result<Kind, Error> {
     #[derive(serde::Deserialize)]
     struct Peek {
         #[serde(rename = "resultType")]
@@ -34,6 +42,7 @@ pub(crate) fn result_kind(method: &str, raw: &RawValue, mrtr: bool) -> Result<Ki
                 .into())
             }
         }
+        Some(Value::String(s)) if s == "task" && task => Ok(Kind::Task),
         Some(other) => Err(Violation::UnknownResultType {
             method: method.to_owned(),
             value: other.to_string(),
@@ -61,14 +70,15 @@ mod tests {
     #[test]
     fn result_types_are_never_guessed() {
         assert_eq!(
-            result_kind("tools/list", &raw(r#"{"tools":[]}"#), false).unwrap(),
+            result_kind("tools/list", &raw(r#"{"tools":[]}"#), false, false).unwrap(),
             Kind::Complete
         );
         assert_eq!(
             result_kind(
                 "tools/call",
                 &raw(r#"{"resultType":"input_required"}"#),
-                true
+                true,
+                false
             )
             .unwrap(),
             Kind::InputRequired
@@ -77,18 +87,25 @@ mod tests {
             "tools/list",
             &raw(r#"{"resultType":"input_required"}"#),
             false,
+            false,
         )
         .unwrap_err();
         assert!(matches!(
             e,
             Error::InvalidServerBehaviour(Violation::UnexpectedInputRequired { .. })
         ));
-        let e = result_kind("tools/call", &raw(r#"{"resultType":"task"}"#), true).unwrap_err();
+        // A task only where the request declared the extension.
+        let e =
+            result_kind("tools/call", &raw(r#"{"resultType":"task"}"#), true, false).unwrap_err();
         assert!(matches!(
             e,
             Error::InvalidServerBehaviour(Violation::UnknownResultType { .. })
         ));
-        let e = result_kind("tools/call", &raw(r#"{"resultType":7}"#), true).unwrap_err();
+        assert_eq!(
+            result_kind("tools/call", &raw(r#"{"resultType":"task"}"#), true, true).unwrap(),
+            Kind::Task
+        );
+        let e = result_kind("tools/call", &raw(r#"{"resultType":7}"#), true, true).unwrap_err();
         assert!(e.to_string().contains("unknown resultType 7"));
     }
 }

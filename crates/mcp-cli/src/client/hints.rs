@@ -186,6 +186,9 @@ fn protocol_hint(method: &str, error: &ErrorObject) -> Option<String> {
         code::UNSUPPORTED_PROTOCOL_VERSION if method == "initialize" => {
             Some("the server speaks only the modern protocol: leave out --era legacy".to_owned())
         }
+        code::METHOD_NOT_FOUND if method.starts_with("tasks/") => {
+            Some("this server does not support tasks".to_owned())
+        }
         code::METHOD_NOT_FOUND => {
             let feature = method
                 .split('/')
@@ -200,6 +203,13 @@ fn protocol_hint(method: &str, error: &ErrorObject) -> Option<String> {
                 "this server offers no {feature} (mcp discover shows what it offers)"
             ))
         }
+        // spec SEP-2663: an unknown task, an expired one and another principal's look the same.
+        code::INVALID_PARAMS if method.starts_with("tasks/") => Some(
+            "no such task on this server: the id is wrong, the task expired, or another \
+             principal created it (a server started with --stdio keeps its tasks only while it \
+             runs, unless it shares a task store)"
+                .to_owned(),
+        ),
         _ => None,
     }
 }

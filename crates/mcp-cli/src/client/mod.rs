@@ -1,5 +1,5 @@
 //! The client verbs of `mcp`: `discover`, `tools`, `call`, `resources`, `templates`, `read`,
-//! `prompts`, `prompt`, `complete` and `listen`, against a server started over stdio or reached
+//! `prompts`, `prompt`, `complete`, `listen` and `task`, against a server started over stdio or reached
 //! over Streamable HTTP.
 //!
 //! Exit codes (also in `mcp --help`):
@@ -10,7 +10,8 @@
 //!   (e.g. `listen` on a legacy server without a stream);
 //! - 3: a transport error (cannot connect or start the server, I/O, an HTTP status, the server
 //!   exited) or a local timeout (`--timeout`: the request was cancelled; the server is not blamed);
-//! - 4: a usage or local error (bad arguments, an input handler that failed).
+//! - 4: a usage or local error (bad arguments, an input handler that failed);
+//! - 130: Ctrl-C during a call or `mcp task wait`, which cancelled the request or the task.
 
 mod args;
 mod auth;
@@ -23,6 +24,7 @@ mod output;
 mod progress;
 mod prompt;
 mod roots;
+mod task;
 mod verbs;
 pub(crate) mod words;
 
@@ -46,6 +48,8 @@ pub(crate) const EXIT_PROTOCOL: u8 = 2;
 pub(crate) const EXIT_TRANSPORT: u8 = 3;
 /// Exit status: a usage or local error.
 pub(crate) const EXIT_USAGE: u8 = 4;
+/// Exit status: interrupted (Ctrl-C), as a shell reports a process SIGINT ended.
+pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
 /// How to reach the server, and how to show what it says; shared by every client verb.
 #[derive(Args, Debug, Clone)]
@@ -161,6 +165,9 @@ pub(crate) enum Verb {
     Complete(CompleteArgs),
     /// Print change notifications as they come, until Ctrl-C (default: every list change).
     Listen(ListenArgs),
+    /// Follow a task a call became (`mcp call --task`): get, wait for, or cancel it.
+    #[command(subcommand)]
+    Task(TaskAction),
     /// OAuth for servers that require it: log in (the token is kept and used by the other
     /// commands), log out, show what is kept.
     #[command(subcommand)]
@@ -185,6 +192,58 @@ pub(crate) struct CallArgs {
     log: Option<String>,
     /// Print the structured content too when the text already renders it (a query's table). It is
     /// printed anyway when it is the same JSON as a text block (once) or when there is no text.
+    #[arg(long)]
+    structured: bool,
+    /// Ask for the call to run as a task and print its handle at once (id, status, poll interval;
+    /// --json: the task as sent), without waiting; follow it with `mcp task wait ID`. A server
+    /// that answers at once prints the result as usual. Without --task, a call the server turns
+    /// into a task is waited for (its status messages shown as progress; Ctrl-C cancels it).
+    #[arg(long)]
+    task: bool,
+    #[command(flatten)]
+    common: Common,
+}
+
+/// `mcp task`: a task a call became, by its id, on the same server (the same --url, or a --stdio
+/// server that keeps its tasks in a shared store).
+#[derive(Subcommand, Debug)]
+pub(crate) enum TaskAction {
+    /// Show the task: status, message, times; its result once completed, its error once failed,
+    /// the input it waits for. Exits 0 while it runs, and once it ended as `mcp task wait` would
+    /// (1 for a tool error, 2 once failed or cancelled).
+    Get(TaskIdArgs),
+    /// Wait for the task to end, showing its status messages on stderr, and print its result as
+    /// `mcp call` does (same exit codes). Input the task asks for is asked in the terminal.
+    /// Ctrl-C cancels the task (tasks/cancel) and exits 130; running out of time (10 minutes, or
+    /// --timeout if longer) only stops waiting.
+    Wait(TaskWaitArgs),
+    /// Cancel the task (tasks/cancel) and show its status after; a task that already ended is
+    /// left as it is.
+    Cancel(TaskIdArgs),
+}
+
+impl TaskAction {
+    fn common(&self) -> &Common {
+        match self {
+            TaskAction::Get(a) | TaskAction::Cancel(a) => &a.common,
+            TaskAction::Wait(a) => &a.common,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct TaskIdArgs {
+    /// The task's id, as `mcp call --task` printed it.
+    id: String,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct TaskWaitArgs {
+    /// The task's id, as `mcp call --task` printed it.
+    id: String,
+    /// Print the structured content too when the text already renders it (see `mcp call`).
     #[arg(long)]
     structured: bool,
     #[command(flatten)]
@@ -260,6 +319,8 @@ pub(crate) enum CliError {
     ToolError,
     /// The server could not do what was asked, said in our words: exit 2.
     Protocol(String),
+    /// Ctrl-C stopped the command; what was done about it: exit 130.
+    Interrupted(String),
     /// An error with what the user can do about it, and the last lines a stdio server wrote on
     /// stderr; exits as the error does.
     Explained {
@@ -279,6 +340,7 @@ impl CliError {
             CliError::Usage(_) => EXIT_USAGE,
             CliError::ToolError => EXIT_TOOL_ERROR,
             CliError::Protocol(_) => EXIT_PROTOCOL,
+            CliError::Interrupted(_) => EXIT_INTERRUPTED,
             CliError::Explained { error, .. } => error.exit_code(),
             // A URL that cannot be used is a mistake on the command line.
             CliError::Client(mcp_client::Error::Http(mcp_client::HttpError::InvalidUrl {
@@ -306,7 +368,9 @@ impl From<mcp_client::Error> for CliError {
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CliError::Usage(message) | CliError::Protocol(message) => f.write_str(message),
+            CliError::Usage(message)
+            | CliError::Protocol(message)
+            | CliError::Interrupted(message) => f.write_str(message),
             CliError::ToolError => f.write_str("the tool reported an error (isError)"),
             CliError::Explained {
                 error,

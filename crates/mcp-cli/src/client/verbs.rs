@@ -39,6 +39,7 @@ pub(crate) async fn run(verb: Verb) -> Result<(), CliError> {
         Verb::Prompt(a) => &a.common,
         Verb::Complete(a) => &a.common,
         Verb::Listen(a) => &a.common,
+        Verb::Task(a) => a.common(),
         Verb::Auth(_) => unreachable!("handled above"),
     }
     .clone();
@@ -103,32 +104,33 @@ async fn dispatch(
         Verb::Prompt(args) => prompt(client, &out, &mut media, args).await,
         Verb::Complete(args) => complete(client, &out, args).await,
         Verb::Listen(args) => listen(client, &out, args).await,
+        Verb::Task(action) => super::task::run(client, &out, &mut media, progress, action).await,
         Verb::Auth(_) => unreachable!("handled by run"),
     }
 }
 
 /// Where results go.
-struct Out {
-    style: Style,
-    json: bool,
+pub(super) struct Out {
+    pub(super) style: Style,
+    pub(super) json: bool,
     /// The results `--json` prints, as the server sent them.
     raw: RawResults,
 }
 
 impl Out {
-    fn print(&self, text: &str) {
+    pub(super) fn print(&self, text: &str) {
         let mut stdout = std::io::stdout().lock();
         let _ = stdout.write_all(text.as_bytes());
         let _ = stdout.flush();
     }
 
-    fn json(&self, value: &impl Serialize) {
+    pub(super) fn json(&self, value: &impl Serialize) {
         let text = serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("\"{e}\""));
         self.print(&format!("{text}\n"));
     }
 
     /// Under `--json`, keeps the complete result of `request` as the server sent it.
-    fn keep<'c, T>(&self, request: Request<'c, T>) -> Request<'c, T> {
+    pub(super) fn keep<'c, T>(&self, request: Request<'c, T>) -> Request<'c, T> {
         if self.json {
             request.on_result(self.raw.sink())
         } else {
@@ -138,7 +140,7 @@ impl Out {
 
     /// Prints the result kept by [`Out::keep`] (for a legacy server's `discover`, the `initialize`
     /// result), or `typed` should none have been kept.
-    fn json_result(&self, typed: &impl Serialize) {
+    pub(super) fn json_result(&self, typed: &impl Serialize) {
         match json::single(&self.raw) {
             Some(text) => self.print(&format!("{text}\n")),
             None => self.json(typed),
@@ -290,7 +292,7 @@ fn print_list(out: &Out, what: &str, headers: &[&str], rows: &[Vec<String>]) {
     }
 }
 
-fn log_level(text: &str) -> Result<LoggingLevel, CliError> {
+pub(super) fn log_level(text: &str) -> Result<LoggingLevel, CliError> {
     serde_json::from_value(Value::String(text.to_ascii_lowercase())).map_err(|_| {
         CliError::usage(format!(
             "--log {text:?}: use debug, info, notice, warning, error, critical, alert or emergency"
@@ -324,6 +326,10 @@ async fn call(
     if let Some(schema) = schema {
         args::check(schema, &arguments)?;
     }
+    if args.task {
+        return super::task::start(client, out, media, &args.name, arguments, args.structured)
+            .await;
+    }
     let bar = progress.clone();
     let mut request = out
         .keep(client.call_tool(args.name.clone(), Value::Object(arguments)))
@@ -349,13 +355,33 @@ async fn call(
             bar.suspend(|| eprintln!("[{level}{logger}] {data}"));
         });
     }
-    let result: CallToolResult = request.await?;
+    // Ctrl-C cancels the call: the request in the transport's way, and a task it became with
+    // tasks/cancel.
+    let cancel = mcp_client::CancellationToken::new();
+    let request = request.cancel_token(cancel.clone());
+    let interrupt = super::task::watch_interrupt()?;
+    let result = super::task::until_interrupted(request, &cancel, progress, interrupt).await?;
     progress.finish();
+    let what = format!("the tool {:?}", clean_line(&args.name));
+    show_result(out, media, &args.name, &what, &result, args.structured)
+}
+
+/// Prints a tool's result as `mcp call` does (`--json`: as the server sent it), and fails with
+/// [`CliError::ToolError`] when the tool reported an error. Media files are named after `stem`;
+/// `what` names the tool (or the task) in the error line.
+pub(super) fn show_result(
+    out: &Out,
+    media: &mut Media,
+    stem: &str,
+    what: &str,
+    result: &CallToolResult,
+    structured_too: bool,
+) -> Result<(), CliError> {
     let failed = result.is_error == Some(true);
     if out.json {
-        out.json_result(&result);
+        out.json_result(result);
     } else {
-        let (shown, structured) = output::call_parts(&result, args.structured);
+        let (shown, structured) = output::call_parts(result, structured_too);
         if result.structured_content.is_some() && structured.is_none() {
             let note = stderr_style().dim(
                 "(structured content not shown: --structured prints it, --json the whole result)",
@@ -363,7 +389,7 @@ async fn call(
             eprintln!("{note}");
         }
         let mut buffer = Vec::new();
-        let stem = output::stem_of(&args.name);
+        let stem = output::stem_of(stem);
         let _ = output::render_blocks(&mut buffer, &out.style, media, &stem, &shown);
         if let Some(structured) = structured {
             if !shown.is_empty() {
@@ -376,10 +402,7 @@ async fn call(
     }
     if failed {
         let label = stderr_style().red("error:");
-        eprintln!(
-            "{label} the tool {:?} reported an error (isError)",
-            args.name
-        );
+        eprintln!("{label} {what} reported an error (isError)");
         return Err(CliError::ToolError);
     }
     Ok(())
@@ -673,20 +696,20 @@ async fn listen(client: &Client, out: &Out, args: ListenArgs) -> Result<(), CliE
 }
 
 /// SIGINT (Ctrl-C), watched from creation on.
-struct Interrupt {
+pub(super) struct Interrupt {
     #[cfg(unix)]
     signal: tokio::signal::unix::Signal,
 }
 
 impl Interrupt {
-    fn new() -> std::io::Result<Interrupt> {
+    pub(super) fn new() -> std::io::Result<Interrupt> {
         Ok(Interrupt {
             #[cfg(unix)]
             signal: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?,
         })
     }
 
-    async fn wait(&mut self) {
+    pub(super) async fn wait(&mut self) {
         #[cfg(unix)]
         let _ = self.signal.recv().await;
         #[cfg(not(unix))]

@@ -20,3 +20,4 @@ mod output_safety;
 mod readme;
 mod serve;
 mod stdio;
+mod tasks;

@@ -41,6 +41,8 @@ pub enum Kind {
 pub struct Received {
     pub headers: Option<HeaderMap>,
     pub body: Value,
+    /// When it arrived.
+    pub at: std::time::Instant,
 }
 
 /// What reached the server, in order.
@@ -59,11 +61,11 @@ struct WireInner {
 impl Wire {
     fn record(&self, headers: Option<HeaderMap>, bytes: &[u8]) {
         let body = serde_json::from_slice(bytes).unwrap_or(Value::Null);
-        self.inner
-            .received
-            .lock()
-            .unwrap()
-            .push(Received { headers, body });
+        self.inner.received.lock().unwrap().push(Received {
+            headers,
+            body,
+            at: std::time::Instant::now(),
+        });
         self.inner.changed.notify_waiters();
     }
 

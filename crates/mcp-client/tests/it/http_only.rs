@@ -319,7 +319,22 @@ async fn statuses_and_bodies_map_to_errors() {
         "{err:?}"
     );
 
+    // A task handle without its task: malformed for a client that declared tasks, an unknown
+    // resultType for one that did not.
     let err = within(client.call_tool("task", json!({})))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::InvalidServerBehaviour(Violation::Malformed { detail, .. }) if detail.contains("taskId")
+        ),
+        "{err:?}"
+    );
+    let plain = within(Client::builder().tasks(false).connect_http(&url))
+        .await
+        .unwrap();
+    let err = within(plain.call_tool("task", json!({})))
         .await
         .unwrap_err();
     assert!(

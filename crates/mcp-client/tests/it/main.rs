@@ -15,3 +15,4 @@ mod mrtr;
 mod process;
 mod raw;
 mod streams;
+mod tasks;

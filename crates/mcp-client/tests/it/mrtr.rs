@@ -99,9 +99,10 @@ async fn without_a_handler_the_server_refuses(kind: Kind) {
         .unwrap_err();
     assert_eq!(err.code(), Some(-32021), "{err:?}");
     let call = &served.wire.requests("tools/call")[0].body;
+    // Only the tasks extension, which the client declares by default.
     assert_eq!(
         call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
-        json!({})
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})
     );
 }
 both!(no_handler, without_a_handler_the_server_refuses);

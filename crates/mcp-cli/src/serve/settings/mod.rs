@@ -21,6 +21,7 @@ use mcp_sql::{
 
 use super::ServeArgs;
 use super::file::{DatabaseSection, ErasSetting, FileConfig, LegacyHttpSetting, SecondsOrOff};
+use crate::flags::DurationOrOff;
 use crate::logging::LogFormat;
 
 /// The default HTTP address: loopback only.
@@ -396,8 +397,8 @@ pub(crate) fn resolve(
         None => DEFAULT_TASK_RUNNER_TIMEOUT,
     };
     let task_after = match (args.task_after, &file.server.task_after) {
-        (Some(crate::flags::DurationOrOff(Some(d))), _) => Some(check_positive(d, "--task-after")?),
-        (Some(crate::flags::DurationOrOff(None)), _) => None,
+        (Some(DurationOrOff(Some(d))), _) => Some(check_positive(d, "--task-after")?),
+        (Some(DurationOrOff(None)), _) => None,
         (None, Some(SecondsOrOff(Some(d)))) => Some(check_positive(*d, "server.task_after")?),
         (None, Some(SecondsOrOff(None))) => None,
         (None, None) => Some(DEFAULT_TASK_AFTER),

@@ -20,4 +20,5 @@ mod postgres_tls;
 mod sqlite;
 pub(crate) mod support;
 mod task_store;
+mod tasks;
 mod watch;
