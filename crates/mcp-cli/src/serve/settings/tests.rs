@@ -186,30 +186,6 @@ fn the_handler_deadline_comes_from_the_flag_over_the_file_over_five_minutes() {
 }
 
 #[test]
-fn task_after_comes_from_the_flag_over_the_file_over_five_seconds() {
-    let after = |argv: &[&str], toml: Option<&str>| resolve_with(argv, toml).unwrap().task_after;
-    assert_eq!(after(&[], None), Some(Duration::from_secs(5)));
-    assert_eq!(
-        after(&["--task-after", "500ms"], None),
-        Some(Duration::from_millis(500))
-    );
-    assert_eq!(after(&["--task-after", "off"], None), None);
-    let file = "[server]\ntask_after = \"off\"\n";
-    assert_eq!(after(&[], Some(file)), None);
-    assert_eq!(
-        after(&["--task-after", "2s"], Some(file)),
-        Some(Duration::from_secs(2))
-    );
-    let err = resolve_with(&["--task-after", "0s"], None).unwrap_err();
-    assert!(err.contains("--task-after"), "{err}");
-    let err = Cli::try_parse_from(["serve", "--task-after", "soon"])
-        .err()
-        .expect("refused")
-        .to_string();
-    assert!(err.contains("or off"), "{err}");
-}
-
-#[test]
 fn header_and_per_address_limits_come_from_the_flags_over_the_file() {
     let s = resolve_with(&[], None).unwrap();
     assert_eq!(
