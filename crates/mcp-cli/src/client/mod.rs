@@ -233,7 +233,9 @@ impl TaskAction {
 
 #[derive(Args, Debug)]
 pub(crate) struct TaskIdArgs {
-    /// The task's id, as `mcp call --task` printed it.
+    /// The task's id, as `mcp call --task` printed it (an id that starts with `-`, as other
+    /// servers' may, is taken as the id).
+    #[arg(allow_hyphen_values = true)]
     id: String,
     #[command(flatten)]
     common: Common,
@@ -241,7 +243,9 @@ pub(crate) struct TaskIdArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct TaskWaitArgs {
-    /// The task's id, as `mcp call --task` printed it.
+    /// The task's id, as `mcp call --task` printed it (an id that starts with `-`, as other
+    /// servers' may, is taken as the id).
+    #[arg(allow_hyphen_values = true)]
     id: String,
     /// Print the structured content too when the text already renders it (see `mcp call`).
     #[arg(long)]

@@ -230,6 +230,16 @@ fn task_cancel_stops_it_and_unknown_ids_are_clear_errors() {
         run.stdout
     );
 
+    // An id that starts with `-` (other servers' may) is an id, not an option.
+    for verb in ["get", "wait", "cancel"] {
+        let run = server.run(&["task", verb, "-no-such-task"], "");
+        run.expect_code(2);
+        assert!(
+            run.stderr.contains("Task not found"),
+            "{verb}: {}",
+            run.stderr
+        );
+    }
     for verb in ["get", "wait", "cancel"] {
         let run = server.run(&["task", verb, "no-such-task"], "");
         run.expect_code(2);

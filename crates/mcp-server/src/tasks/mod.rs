@@ -337,12 +337,17 @@ impl TaskLink {
     }
 }
 
-/// 128 random bits, base64url: a task id nobody can guess.
+/// 128 random bits in 32 lowercase hex digits: a task id nobody can guess, and one that is safe
+/// everywhere a person may paste it (base64url could start with `-`, which command lines read as
+/// an option).
 pub(crate) fn random_id() -> String {
-    use base64::Engine as _;
+    use std::fmt::Write as _;
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).expect("the operating system provides random bytes");
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    bytes.iter().fold(String::with_capacity(32), |mut id, b| {
+        let _ = write!(id, "{b:02x}");
+        id
+    })
 }
 
 /// `time` as RFC 3339 in UTC with milliseconds: `2026-12-04T10:30:00.123Z`.

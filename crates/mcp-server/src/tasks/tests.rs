@@ -283,7 +283,12 @@ async fn a_task_goes_from_working_to_completed_with_its_result() {
     let reply = call(&server, &anyone(), "wait", json!({"ms": 300}), true).await;
     let created = &reply["result"];
     let id = task_id(&reply);
-    assert_eq!(id.len(), 22, "128 random bits, base64url");
+    assert_eq!(id.len(), 32, "128 random bits in hex: {id}");
+    assert!(
+        id.bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
+        "{id}"
+    );
     assert_eq!(created["status"], "working");
     assert_eq!(created["ttlMs"], 3_600_000);
     assert_eq!(created["pollIntervalMs"], 1000);
