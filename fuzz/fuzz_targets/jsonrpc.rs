@@ -119,7 +119,12 @@ fn runtime() -> &'static tokio::runtime::Runtime {
 fn reference_id(value: &Value) -> Option<Id> {
     match value {
         Value::String(s) => Some(Id::from(s.as_str())),
-        Value::Number(n) => n.as_i64().map(Id::Int),
+        // `Value` reads the integer `-0` as the float -0.0 (the decoder: the id 0). A float zero
+        // here came from `-0`: the decoder refuses `0.0`, `-0.0` and `0e0` before this is asked.
+        Value::Number(n) => n
+            .as_i64()
+            .map(Id::Int)
+            .or_else(|| (n.as_f64() == Some(0.0)).then_some(Id::Int(0))),
         _ => None,
     }
 }

@@ -294,6 +294,23 @@ mod tests {
         assert_eq!(r.outcome.unwrap_err().code, code::PARSE_ERROR);
     }
 
+    /// Found by the fuzz target `jsonrpc`: `-0` is an integer in JSON's grammar (no fraction, no
+    /// exponent) and is the id 0, while serde_json's `Value` reads it as the float -0.0; `-0.0`
+    /// and `1.0` are not integers and are refused.
+    #[test]
+    fn minus_zero_is_the_integer_id_zero_and_fractions_are_refused() {
+        let Message::Request(r) =
+            decode(br#"{"jsonrpc":"2.0","id":-0,"method":"tools/list"}"#).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(r.id, Id::Int(0));
+        for id in ["-0.0", "1.0", "0e0"] {
+            let text = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#);
+            assert_eq!(err(&text).error.code, code::INVALID_REQUEST, "{id}");
+        }
+    }
+
     #[test]
     fn escaped_method_names_decode() {
         let Message::Request(r) =
