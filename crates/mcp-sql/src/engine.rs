@@ -237,6 +237,23 @@ impl Engine {
 
 // These run only in builds that leave an engine out (`--no-default-features`): there, naming it
 // must be an error that says which feature to turn on, never a panic.
+/// Counts a call as waiting for a pool's connection for as long as it lives (the call's future may
+/// be dropped mid-wait): every engine's pool reports the count in its [`PoolStats`](crate::PoolStats).
+pub(crate) struct Waiting<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    pub(crate) fn new(count: &'a std::sync::atomic::AtomicUsize) -> Self {
+        count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Waiting(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[cfg(not(feature = "postgres"))]

@@ -38,15 +38,6 @@ pub(crate) enum GetError {
     ConnectTimeout(Duration),
 }
 
-/// Counts a call as waiting for as long as it lives.
-struct Waiting<'a>(&'a AtomicUsize);
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
 #[derive(Clone)]
 pub(crate) struct MyPool {
     shared: Arc<Shared>,
@@ -178,8 +169,7 @@ impl MyPool {
             Ok(permit) => permit,
             Err(TryAcquireError::Closed) => unreachable!("the pool's semaphore is never closed"),
             Err(TryAcquireError::NoPermits) => {
-                self.shared.waiting.fetch_add(1, Ordering::Relaxed);
-                let _waiting = Waiting(&self.shared.waiting);
+                let _waiting = crate::engine::Waiting::new(&self.shared.waiting);
                 match tokio::time::timeout(wait, permits.clone().acquire_owned()).await {
                     Ok(permit) => permit.expect("the pool's semaphore is never closed"),
                     Err(_) => {

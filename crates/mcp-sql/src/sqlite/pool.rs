@@ -98,22 +98,6 @@ struct Shared {
     waiting: AtomicUsize,
 }
 
-/// Counts a call as waiting for as long as it lives (the call's future may be dropped mid-wait).
-struct Waiting<'a>(&'a AtomicUsize);
-
-impl<'a> Waiting<'a> {
-    fn new(count: &'a AtomicUsize) -> Self {
-        count.fetch_add(1, Ordering::Relaxed);
-        Waiting(count)
-    }
-}
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
 /// A fixed set of connections to one database file.
 #[derive(Clone)]
 pub(crate) struct Pool {
@@ -267,7 +251,7 @@ impl Pool {
             Err(tokio::sync::TryAcquireError::Closed) => return Err(closed()),
             Err(tokio::sync::TryAcquireError::NoPermits) => {}
         }
-        let _waiting = Waiting::new(&self.shared.waiting);
+        let _waiting = crate::engine::Waiting::new(&self.shared.waiting);
         tokio::select! {
             biased;
             () = cancel.cancelled() => Err(ExecError::Cancelled),
