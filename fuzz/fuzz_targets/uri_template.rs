@@ -93,8 +93,16 @@ fuzz_target!(|data: &[u8]| {
             );
         }
         let again = template.expand(&bound);
+        // Reserved and fragment expansion (`{+x}`, `{#x}`) pass a value's `%XX` through as it is
+        // (RFC 6570 3.2.3), so a value holding one (from `%25XX` in the URI) reads back as an
+        // encoded byte: that round trip is not defined.
+        let triplet = bound.values().any(|v| {
+            v.as_bytes()
+                .windows(3)
+                .any(|w| w[0] == b'%' && w[1].is_ascii_hexdigit() && w[2].is_ascii_hexdigit())
+        });
         assert!(
-            !must_match(&again) || template.match_uri(&again).is_some(),
+            triplet || !must_match(&again) || template.match_uri(&again).is_some(),
             "{source}: {uri:?} matched as {bound:?}, whose expansion {again:?} does not match"
         );
     }
