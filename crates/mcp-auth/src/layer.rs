@@ -18,12 +18,25 @@ use crate::reject::{Rejection, challenge};
 #[derive(Clone, Debug)]
 pub struct AuthLayer {
     auth: Arc<Authenticator>,
+    open: Arc<[String]>,
 }
 
 impl AuthLayer {
     /// A layer validating tokens with `auth`.
     pub fn new(auth: Arc<Authenticator>) -> Self {
-        AuthLayer { auth }
+        AuthLayer {
+            auth,
+            open: Arc::from(Vec::new()),
+        }
+    }
+
+    /// Lets requests for these exact paths through without a token (and without a principal;
+    /// an `Authorization` header they carry is removed all the same): health checks from a load
+    /// balancer, which holds no token. Never the MCP endpoint's path.
+    #[must_use]
+    pub fn open_paths(mut self, paths: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.open = paths.into_iter().map(Into::into).collect();
+        self
     }
 }
 
@@ -34,6 +47,7 @@ impl<S> tower_layer::Layer<S> for AuthLayer {
         AuthService {
             inner,
             auth: self.auth.clone(),
+            open: self.open.clone(),
         }
     }
 }
@@ -43,6 +57,7 @@ impl<S> tower_layer::Layer<S> for AuthLayer {
 pub struct AuthService<S> {
     inner: S,
     auth: Arc<Authenticator>,
+    open: Arc<[String]>,
 }
 
 impl<S> AuthService<S> {
@@ -245,6 +260,10 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let auth = self.auth.clone();
+        if self.open.iter().any(|p| p == request.uri().path()) {
+            request.headers_mut().remove(AUTHORIZATION);
+            return Box::pin(async move { inner.call(request).await });
+        }
         Box::pin(async move {
             if let Admission::Answer(response) = auth.admit(&mut request).await {
                 return Ok(response.map(ResBody::from));

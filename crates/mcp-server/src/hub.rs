@@ -36,6 +36,9 @@ pub(crate) enum HubEvent {
     ResourcesUnder(Arc<str>),
     /// A task changed.
     TaskChanged(Arc<TaskNotice>),
+    /// Events may have been lost (a relay lost its broker): listeners re-read what they follow.
+    /// Never relayed.
+    Resync,
 }
 
 /// A task as it is after a change, for the listeners following it.
@@ -131,14 +134,12 @@ impl ListenStream {
                     }
                     event = st.events.recv() => match event {
                         Ok(HubEvent::ResourcesUnder(prefix)) => st.render_under(&prefix),
+                        // Notifications were lost: the listener re-reads everything it follows.
+                        Ok(HubEvent::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                            st.render_resync();
+                        }
                         Ok(event) => {
                             if let Some(msg) = st.render(&event) {
-                                return Some((msg, st));
-                            }
-                        }
-                        Err(broadcast::error::RecvError::Lagged(_)) => {
-                            // Notifications were lost: the listener re-lists everything it follows.
-                            if let Some(msg) = st.render_resync() {
                                 return Some((msg, st));
                             }
                         }
@@ -260,19 +261,30 @@ impl State {
         self.queue.extend(messages);
     }
 
-    /// After lost events, the best that can be said honestly is "lists may have changed".
-    fn render_resync(&self) -> Option<Vec<u8>> {
+    /// After lost events, the best that can be said honestly is "what you follow may have
+    /// changed": each list the listener follows, and each resource it subscribed to. Queued.
+    /// (Tasks it follows are not re-sent: `tasks/get` reads them, and their next change reaches
+    /// the listener anyway.)
+    fn render_resync(&mut self) {
         let f = &self.filter;
-        if f.tools_list_changed == Some(true) {
-            return self.render(&HubEvent::ToolsChanged);
+        let lists = [
+            (f.tools_list_changed, HubEvent::ToolsChanged),
+            (f.resources_list_changed, HubEvent::ResourcesChanged),
+            (f.prompts_list_changed, HubEvent::PromptsChanged),
+        ];
+        let mut messages: Vec<Vec<u8>> = lists
+            .iter()
+            .filter(|(followed, _)| *followed == Some(true))
+            .filter_map(|(_, event)| self.render(event))
+            .collect();
+        for uri in self.filter.resource_subscriptions.iter().flatten() {
+            if self.may_read(uri) {
+                let mut params = Map::new();
+                params.insert("uri".to_owned(), Value::from(uri.as_str()));
+                messages.push(self.notification("notifications/resources/updated", params));
+            }
         }
-        if f.resources_list_changed == Some(true) {
-            return self.render(&HubEvent::ResourcesChanged);
-        }
-        if f.prompts_list_changed == Some(true) {
-            return self.render(&HubEvent::PromptsChanged);
-        }
-        None
+        self.queue.extend(messages);
     }
 
     fn may_read(&self, uri: &str) -> bool {

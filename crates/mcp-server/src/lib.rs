@@ -78,6 +78,7 @@ mod mrtr;
 pub mod observe;
 mod principal;
 mod registry;
+pub mod relay;
 mod route;
 mod router;
 pub mod schema;

@@ -80,6 +80,10 @@ pub(crate) struct Inner {
     /// Serializes registry writers; readers never take it.
     write_lock: Mutex<()>,
     pub(crate) hub: broadcast::Sender<HubEvent>,
+    /// Carries changes made here to the other instances ([`ServerBuilder::relay`]).
+    relay: Option<Arc<dyn crate::relay::Relay>>,
+    /// This instance's identity in relayed events.
+    origin: Arc<str>,
     pub(crate) sealer: StateSealer,
     pub(crate) shutdown: CancellationToken,
     /// Every observer as one; `None` keeps probes empty.
@@ -91,6 +95,21 @@ pub(crate) struct Inner {
     pub(crate) states: StateMap,
     /// The tasks extension: the store and the tasks running here.
     pub(crate) tasks: crate::tasks::TaskRuntime,
+}
+
+impl Inner {
+    /// Tells this instance's listeners of a change made here, and the other instances' through the
+    /// relay, if there is one.
+    pub(crate) fn emit(&self, event: HubEvent) {
+        if let Some(relay) = &self.relay
+            && !crate::relay::is_local()
+            && let Some(encoded) = crate::relay::encode(&self.origin, &event)
+        {
+            relay.publish(encoded);
+        }
+        // No listeners is not an error.
+        let _ = self.hub.send(event);
+    }
 }
 
 /// A running MCP server: the shared registry plus everything a transport needs to serve requests.
@@ -122,6 +141,8 @@ impl Server {
             config: ServerConfig::default(),
             registry: Registry::default(),
             state_key: None,
+            previous_state_keys: Vec::new(),
+            relay: None,
             error: None,
             observers: Vec::new(),
             metrics: None,
@@ -283,11 +304,7 @@ impl Server {
 
     /// Tells listeners subscribed to `uri`, or to a resource containing it, that it changed.
     pub fn notify_resource_updated(&self, uri: &str) {
-        // No listeners is not an error.
-        let _ = self
-            .inner
-            .hub
-            .send(HubEvent::ResourceUpdated(Arc::from(uri)));
+        self.inner.emit(HubEvent::ResourceUpdated(Arc::from(uri)));
     }
 
     /// Tells listeners that anything under `uri` may have changed, when the source of changes
@@ -296,11 +313,15 @@ impl Server {
     /// resource under it or to one containing it gets `resources/updated` for each such
     /// subscription (for `uri` itself when the subscription contains it).
     pub fn notify_resources_changed_under(&self, uri: &str) {
-        // No listeners is not an error.
-        let _ = self
-            .inner
-            .hub
-            .send(HubEvent::ResourcesUnder(Arc::from(uri)));
+        self.inner.emit(HubEvent::ResourcesUnder(Arc::from(uri)));
+    }
+
+    /// Where events relayed from the other instances enter this one: the relay given to
+    /// [`ServerBuilder::relay`] feeds what it receives to [`RelayInlet::deliver`].
+    ///
+    /// [`RelayInlet::deliver`]: crate::relay::RelayInlet::deliver
+    pub fn relay_inlet(&self) -> crate::relay::RelayInlet {
+        crate::relay::RelayInlet::new(self.inner.hub.clone(), self.inner.origin.clone())
     }
 
     /// Ends every open `subscriptions/listen` stream with its graceful final result. Transports use
@@ -340,7 +361,7 @@ impl Server {
             change(&mut next)?;
             self.inner.registry.store(Arc::new(next));
         }
-        let _ = self.inner.hub.send(event);
+        self.inner.emit(event);
         Ok(())
     }
 }
@@ -353,6 +374,8 @@ pub struct ServerBuilder {
     config: ServerConfig,
     registry: Registry,
     state_key: Option<Vec<u8>>,
+    previous_state_keys: Vec<Vec<u8>>,
+    relay: Option<Arc<dyn crate::relay::Relay>>,
     error: Option<BuildError>,
     observers: Vec<Arc<dyn RequestObserver>>,
     metrics: Option<Metrics>,
@@ -407,6 +430,25 @@ impl ServerBuilder {
     #[must_use]
     pub fn state_key(mut self, key: impl Into<Vec<u8>>) -> Self {
         self.state_key = Some(key.into());
+        self
+    }
+
+    /// A key that sealed `requestState` before [`state_key`](Self::state_key) replaced it: states
+    /// it sealed still open, new ones are sealed with the current key. Keep it for one state
+    /// lifetime ([`ServerConfig::state_ttl`]) after every instance seals with the new key; may be
+    /// given more than once. Ignored without a current key.
+    #[must_use]
+    pub fn previous_state_key(mut self, key: impl Into<Vec<u8>>) -> Self {
+        self.previous_state_keys.push(key.into());
+        self
+    }
+
+    /// Shares this instance's change events with the other instances of the same server through
+    /// `relay` (a broker), so that a listener on any instance hears of a change made through any
+    /// other. Feed what the relay receives to [`Server::relay_inlet`].
+    #[must_use]
+    pub fn relay(mut self, relay: Arc<dyn crate::relay::Relay>) -> Self {
+        self.relay = Some(relay);
         self
     }
 
@@ -640,7 +682,13 @@ impl ServerBuilder {
             }
         }
         let sealer = match &self.state_key {
-            Some(key) => StateSealer::with_key(key, self.config.state_ttl)?,
+            Some(key) => {
+                let mut sealer = StateSealer::with_key(key, self.config.state_ttl)?;
+                for previous in &self.previous_state_keys {
+                    sealer = sealer.with_previous(previous)?;
+                }
+                sealer
+            }
             None => StateSealer::random(self.config.state_ttl),
         };
         let (hub, _) = broadcast::channel(self.config.listen_buffer.max(1));
@@ -663,6 +711,8 @@ impl ServerBuilder {
                 registry: ArcSwap::from_pointee(self.registry),
                 write_lock: Mutex::new(()),
                 hub,
+                relay: self.relay,
+                origin: crate::relay::new_origin(),
                 sealer,
                 shutdown: CancellationToken::new(),
                 observer,

@@ -174,6 +174,24 @@ impl Database {
         self.inner.engine.pools()
     }
 
+    /// Whether the database answers now: runs `SELECT 1` on a read connection within `timeout`
+    /// (for readiness checks). The error says why not, in the words a tool error would use.
+    pub async fn ping(&self, timeout: std::time::Duration) -> Result<(), String> {
+        let limits = crate::Limits {
+            max_rows: 1,
+            max_bytes: 1024,
+            timeout,
+            connection_wait: timeout,
+        };
+        let cancel = tokio_util::sync::CancellationToken::new();
+        self.inner
+            .engine
+            .query("SELECT 1".to_owned(), Vec::new(), limits, &cancel)
+            .await
+            .map(drop)
+            .map_err(|e| e.message("query", false))
+    }
+
     /// The SQLite file, for an SQLite database.
     pub fn sqlite_path(&self) -> Option<&Path> {
         self.inner.engine.sqlite_path()

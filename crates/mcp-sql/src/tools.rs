@@ -68,8 +68,16 @@ fn database_property(names: &[&str]) -> (Value, bool) {
     } else {
         format!("The database to use, one of: {list}.")
     };
+    // Mirrored into the `Mcp-Param-Database` header by HTTP clients (spec 2026-07-28 x-mcp-header),
+    // so that a load balancer can route or authorize each call by database without reading the
+    // body; the server checks that the header and the argument agree.
     (
-        json!({"type": "string", "enum": names, "description": description}),
+        json!({
+            "type": "string",
+            "enum": names,
+            "description": description,
+            "x-mcp-header": "Database",
+        }),
         names.len() > 1,
     )
 }

@@ -175,6 +175,45 @@ impl Target {
         Ok(era::classify_http(answer.status, message.as_deref()))
     }
 
+    /// The tools the server lists (every page), with a modern `tools/list`, for the headers
+    /// their calls mirror.
+    pub(crate) async fn tools(&self) -> anyhow::Result<Vec<serde_json::Value>> {
+        let mut sender = self.connect().await?;
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        for page in 0..100 {
+            let mut params = serde_json::json!({
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": mcp_types::LATEST_PROTOCOL_VERSION,
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                }
+            });
+            if let Some(c) = &cursor {
+                params["cursor"] = c.clone().into();
+            }
+            let body = serde_json::json!({
+                "jsonrpc": "2.0", "id": page, "method": "tools/list", "params": params,
+            });
+            let mut headers = self.base.clone();
+            headers.insert(MCP_METHOD, HeaderValue::from_static("tools/list"));
+            let request = self.post(Bytes::from(body.to_string()), headers);
+            let answer = tokio::time::timeout(PROBE_WAIT, exchange(&mut sender, request))
+                .await
+                .map_err(|_| anyhow::anyhow!("no answer to tools/list"))?
+                .context("tools/list")?;
+            let message = message_of(answer.sse, &answer.body).context("tools/list: no answer")?;
+            let message: serde_json::Value =
+                serde_json::from_slice(&message).context("tools/list: not JSON")?;
+            let result = &message["result"];
+            tools.extend(result["tools"].as_array().cloned().unwrap_or_default());
+            match result["nextCursor"].as_str() {
+                Some(next) => cursor = Some(next.to_owned()),
+                None => break,
+            }
+        }
+        Ok(tools)
+    }
+
     /// The legacy handshake on `sender`: `initialize` (without `MCP-Protocol-Version`, which
     /// comes after it), then `notifications/initialized` on the session the server gave, if any.
     pub(crate) async fn handshake(
@@ -333,6 +372,9 @@ pub(crate) async fn worker(
                 headers.insert(MCP_METHOD, HeaderValue::from_static(template.method));
                 if let Some(name) = &template.name_header {
                     headers.insert(MCP_NAME, name.clone());
+                }
+                for (name, value) in &template.param_headers {
+                    headers.insert(name.clone(), value.clone());
                 }
             }
             let request = target.post(template.body(id), headers);

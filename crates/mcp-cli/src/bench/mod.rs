@@ -463,7 +463,16 @@ async fn measure(args: &BenchArgs) -> Result<Report, Setup> {
         } else {
             sessions.resize_with(connections, || (target.modern(), None));
         }
-        let workload = workload_for(legacy)?;
+        let mut workload = workload(args, legacy).map_err(Setup::Usage)?;
+        if !legacy && workload.calls_tools() {
+            // Calls mirror their tools' `x-mcp-header` arguments as a client must; a server
+            // whose list cannot be read gets the calls without them (and says so in its answers).
+            match target.tools().await {
+                Ok(tools) => workload.mirror(&tools),
+                Err(e) => tracing::debug!(error = %e, "tools/list for the headers calls mirror"),
+            }
+        }
+        let workload = Arc::new(workload);
         let clock = Arc::new(Clock::new(args.warmup, duration(args), args.requests));
         let bar = progress(
             clock.clone(),

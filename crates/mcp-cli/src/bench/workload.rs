@@ -13,6 +13,11 @@ pub(crate) struct Template {
     pub(crate) method: &'static str,
     /// `Mcp-Name`, already encoded for a header.
     pub(crate) name_header: Option<http::HeaderValue>,
+    /// The `Mcp-Param-*` headers a `tools/call` mirrors from its arguments (the tool's
+    /// `x-mcp-header` declarations, from the server's `tools/list`); set by [`Workload::mirror`].
+    pub(crate) param_headers: Vec<(http::HeaderName, http::HeaderValue)>,
+    /// The tool called and its arguments, for the mirroring.
+    call: Option<(String, serde_json::Map<String, Value>)>,
     /// The body before the id.
     prefix: Vec<u8>,
     /// The body after the id.
@@ -24,6 +29,13 @@ pub(crate) struct Template {
 impl Template {
     fn new(method: &'static str, params: Value, label: String) -> anyhow::Result<Self> {
         let name_header = mcp_http::name_header_value(method, &params);
+        let call = (method == "tools/call")
+            .then(|| {
+                let name = params.get("name")?.as_str()?.to_owned();
+                let arguments = params.get("arguments")?.as_object()?.clone();
+                Some((name, arguments))
+            })
+            .flatten();
         let params = serde_json::to_string(&params)?;
         // {"jsonrpc":"2.0","method":M,"params":P,"id":ID}
         let prefix = format!(
@@ -34,6 +46,8 @@ impl Template {
         Ok(Template {
             method,
             name_header,
+            param_headers: Vec::new(),
+            call,
             prefix,
             suffix: b"}".to_vec(),
             label,
@@ -107,6 +121,30 @@ impl Workload {
     }
 
     /// The template for the `n`th request.
+    /// Sets each `tools/call`'s `Mcp-Param-*` headers from the tools' input schemas (spec
+    /// 2026-07-28: clients mirror `x-mcp-header` arguments into headers). A tool missing from
+    /// `tools`, or whose declarations are invalid, gets none.
+    pub(crate) fn mirror(&mut self, tools: &[Value]) {
+        for template in &mut self.templates {
+            let Some((name, arguments)) = &template.call else {
+                continue;
+            };
+            let schema = tools
+                .iter()
+                .find(|t| t["name"].as_str() == Some(name.as_str()))
+                .and_then(|t| t["inputSchema"].as_object());
+            let Some(decls) = schema.and_then(|s| mcp_types::param_headers(s).ok()) else {
+                continue;
+            };
+            template.param_headers = mcp_http::param_header_values(&decls, arguments);
+        }
+    }
+
+    /// Whether any request is a `tools/call`.
+    pub(crate) fn calls_tools(&self) -> bool {
+        self.templates.iter().any(|t| t.call.is_some())
+    }
+
     pub(crate) fn pick(&self, n: u64) -> &Template {
         let index = self.rotation[(n % self.rotation.len() as u64) as usize];
         &self.templates[index]

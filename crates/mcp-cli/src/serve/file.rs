@@ -53,8 +53,16 @@ pub(crate) struct ServerSection {
     /// A file of 32 or more bytes that seals `requestState`; shared by every instance behind a
     /// load balancer.
     pub state_key_file: Option<PathBuf>,
+    /// Key files that sealed `requestState` before `state_key_file` replaced them; what they
+    /// sealed still opens.
+    #[serde(default)]
+    pub previous_state_key_files: Vec<PathBuf>,
     /// A PostgreSQL URL where used write approvals are recorded, shared by every instance.
     pub approval_ledger: Option<String>,
+    /// A NATS or Redis URL that carries change notifications between instances.
+    pub broker: Option<String>,
+    /// The subject or channel the instances share on the broker.
+    pub broker_channel: Option<String>,
     /// A PostgreSQL URL where tasks are kept, shared by every instance.
     pub task_store: Option<String>,
     /// How long an instance may go without a heartbeat before its tasks are reported failed.
@@ -107,6 +115,8 @@ pub(crate) struct HttpSection {
     pub idle_timeout: Option<Seconds>,
     /// How long a response may make no progress before it is abandoned.
     pub write_timeout: Option<Seconds>,
+    /// How long to keep serving, not ready, after a stop signal.
+    pub shutdown_grace: Option<Seconds>,
     /// The most connections open at once.
     pub max_connections: Option<usize>,
     /// The most concurrent streams on one HTTP/2 connection.

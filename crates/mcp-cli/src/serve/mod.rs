@@ -20,7 +20,7 @@ use anyhow::{Context as _, anyhow};
 use clap::Args;
 use futures_util::FutureExt as _;
 use mcp_http::server::{
-    HttpConfig, LegacyMode, McpService, MetricsService, OriginPolicy, ServerTls,
+    Health, HttpConfig, LegacyMode, McpService, MetricsService, OriginPolicy, ServerTls,
 };
 use mcp_server::observe::LOG_TARGET;
 use mcp_server::stdio;
@@ -103,6 +103,12 @@ pub(crate) struct ServeArgs {
     /// abandoned and the connection closed [default: 30s].
     #[arg(long, value_name = "DURATION", value_parser = flags::duration)]
     write_timeout: Option<Duration>,
+
+    /// On SIGTERM or Ctrl-C, how long to keep serving with GET /readyz answering 503 before new
+    /// connections are refused, so that a load balancer polling it stops sending first; then
+    /// requests in flight finish [default: 0s].
+    #[arg(long, value_name = "DURATION", value_parser = flags::duration)]
+    shutdown_grace: Option<Duration>,
 
     /// The most HTTP connections open at once; one more is closed as soon as it is accepted
     /// [default: the limit of open files less an eighth (at least 64), at most 10000].
@@ -203,12 +209,29 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     state_key_file: Option<PathBuf>,
 
+    /// A key file that sealed requestState before --state-key-file replaced it: what it sealed
+    /// still opens (keep it one state lifetime, 10 minutes, after every instance has the new key).
+    /// May be repeated.
+    #[arg(long, value_name = "FILE", requires = "state_key_file")]
+    previous_state_key_file: Vec<PathBuf>,
+
     /// A PostgreSQL URL where used write approvals are recorded (table mcp_used_approvals,
     /// created if missing), so that instances sharing a state key run each approved statement
     /// once between them [default: the file used-approvals.db in the data folder, which outlives
     /// restarts and is shared by the processes of one host].
     #[arg(long, value_name = "URL")]
     approval_ledger: Option<String>,
+
+    /// A broker that carries change notifications between the instances behind one load balancer
+    /// (nats://host:4222 or redis://host:6379), so that a listen stream on one instance hears of
+    /// changes made through another [default: none; each instance notifies its own listeners].
+    #[arg(long, value_name = "URL")]
+    broker: Option<String>,
+
+    /// The NATS subject or Redis channel the instances share on the broker; unrelated servers
+    /// sharing one broker need different ones [default: mcp.changes].
+    #[arg(long, value_name = "NAME", requires = "broker")]
+    broker_channel: Option<String>,
 
     /// A PostgreSQL URL where tasks are kept (table mcp_tasks, created if missing), so that every
     /// instance behind a load balancer answers for every task and a task whose instance stopped
@@ -484,7 +507,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             settings.bind
         );
     }
-    let config = http_config(&settings);
+    let mut config = http_config(&settings);
+    let health = readiness(&served.databases, served.broker.as_ref());
+    config.health = Some(health.clone());
     // Which hosts and origins get in, since a request under any other name is refused (403).
     tracing::info!("accepting {}", config.policy);
     tracing::info!("{}", eras_line(&settings, false));
@@ -530,8 +555,28 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         tracing::info!("serving metrics on {scheme}://{local}{path}");
     }
     tracing::info!("serving MCP on {scheme}://{local}{}", config.path);
+    tracing::info!(
+        "health on {scheme}://{local}{} and {}",
+        health.live_path(),
+        health.ready_path()
+    );
     // One signal stops both listeners; the metrics one also stops if the server stops otherwise.
-    let signal = mcp_http::server::shutdown_signal().shared();
+    // Readiness goes false first, for the grace period, so that balancers stop sending.
+    let grace = settings.shutdown_grace;
+    let draining = health.clone();
+    let signal = async move {
+        mcp_http::server::shutdown_signal().await;
+        draining.set_draining();
+        if !grace.is_zero() {
+            tracing::info!(
+                "stopping in {} ms; {} answers 503 meanwhile",
+                grace.as_millis(),
+                draining.ready_path()
+            );
+            tokio::time::sleep(grace).await;
+        }
+    }
+    .shared();
     let mcp_signal = signal.clone();
     let serving = async {
         let service = McpService::new(server, config);
@@ -541,7 +586,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 let reloading = tokio::spawn(reload_on_hangup(tls.clone(), hangups));
                 let served = match auth {
                     Some(auth) => {
-                        let layer = mcp_auth::AuthLayer::new(auth);
+                        let layer = mcp_auth::AuthLayer::new(auth)
+                            .open_paths([health.live_path(), health.ready_path()]);
                         mcp_http::server::serve_tls_wrapped_with_shutdown(
                             listener,
                             service,
@@ -562,7 +608,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 served
             }
             (None, Some(auth)) => {
-                let layer = mcp_auth::AuthLayer::new(auth);
+                let layer = mcp_auth::AuthLayer::new(auth)
+                    .open_paths([health.live_path(), health.ready_path()]);
                 mcp_http::server::serve_wrapped_with_shutdown(
                     listener,
                     service,
@@ -588,6 +635,35 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let (result, ()) = tokio::join!(serving, serve_metrics(metrics, stopped));
     drop(served);
     result
+}
+
+/// Liveness, and readiness that needs every database to answer `SELECT 1` (within 2 s)
+/// and the broker, if there is one, to be connected.
+fn readiness(databases: &[mcp_sql::Database], broker: Option<&mcp_broker::Broker>) -> Health {
+    const PING: std::time::Duration = std::time::Duration::from_secs(2);
+    let mut health = Health::new().timeout(PING + std::time::Duration::from_millis(500));
+    for db in databases {
+        let db = db.clone();
+        health = health.check(format!("database {}", db.name()), move || {
+            let db = db.clone();
+            async move { db.ping(PING).await }
+        });
+    }
+    if let Some(broker) = broker {
+        let broker = broker.clone();
+        health = health.check("broker", move || {
+            let up = broker.is_connected();
+            let describe = broker.describe();
+            async move {
+                if up {
+                    Ok(())
+                } else {
+                    Err(format!("not connected to {describe}"))
+                }
+            }
+        });
+    }
+    health
 }
 
 /// SIGHUP, listened for (on Unix; elsewhere there is none).

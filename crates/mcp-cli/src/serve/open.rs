@@ -18,12 +18,21 @@ use super::settings::{KeyFile, SAMPLE_NAME, Sample, Settings, Target};
 /// The built server, and what must live as long as it is served.
 pub(crate) struct Served {
     pub server: Server,
+    /// The databases served, for readiness checks.
+    pub databases: Vec<Database>,
+    /// The broker relaying change notifications between instances, if there is one.
+    pub broker: Option<mcp_broker::Broker>,
     /// Keeps file change notifications flowing; dropping it stops the watcher.
     _watcher: Option<FsWatcher>,
 }
 
 pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
     let state_key = settings.state_key.as_ref().map(read_key).transpose()?;
+    let previous_state_keys = settings
+        .previous_state_keys
+        .iter()
+        .map(read_key)
+        .collect::<anyhow::Result<Vec<_>>>()?;
 
     let mut databases = Vec::new();
     if let Some(sample) = &settings.sample {
@@ -125,12 +134,12 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
         })
         // One log line per request; arguments only when asked, and only at DEBUG.
         .observer(RequestLog::new().with_arguments(settings.log_arguments.is_some()));
-    if settings.metrics.is_some() {
-        let metrics = Metrics::new();
+    let builder_metrics = settings.metrics.as_ref().map(|_| Metrics::new());
+    if let Some(metrics) = &builder_metrics {
         if let Some(sql) = &sql {
-            pool_gauges(&metrics, sql);
+            pool_gauges(metrics, sql);
         }
-        builder = builder.metrics(metrics);
+        builder = builder.metrics(metrics.clone());
     }
     let instructions: Vec<String> = settings
         .instructions
@@ -142,6 +151,9 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
     builder = builder.instructions(instructions.join("\n\n"));
     if let Some(key) = state_key {
         builder = builder.state_key(key);
+        for previous in previous_state_keys {
+            builder = builder.previous_state_key(previous);
+        }
     }
     if let Some((url, key)) = &settings.task_store {
         let store = mcp_sql::PgTaskStore::connect(url)
@@ -160,7 +172,39 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
     if let Some(files) = &files {
         builder = files.register(builder);
     }
+    let broker = match &settings.broker {
+        Some(b) => {
+            let broker = mcp_broker::Broker::new(&b.url, &b.channel)
+                .map_err(|e| anyhow!("{}: {e}", b.key))?;
+            if let Some(metrics) = builder_metrics.as_ref() {
+                broker_metrics(metrics, &broker);
+            }
+            builder = builder.relay(std::sync::Arc::new(broker.clone()));
+            Some(broker)
+        }
+        None => None,
+    };
     let server = builder.build().context("building the server")?;
+    if let Some(broker) = &broker {
+        broker.start(server.relay_inlet());
+        // Serving starts either way: while the broker is unreachable, listeners miss the other
+        // instances' changes (and readiness says so), and the connection keeps being retried.
+        if broker
+            .wait_connected(std::time::Duration::from_secs(3))
+            .await
+        {
+            tracing::info!(
+                "change notifications are shared through {} on {}",
+                broker.describe(),
+                broker.channel()
+            );
+        } else {
+            tracing::warn!(
+                "the broker {} is not reachable yet; serving anyway, retrying in the background",
+                broker.describe()
+            );
+        }
+    }
     let watcher = files
         .as_ref()
         .map(|f| f.watch(&server))
@@ -168,8 +212,53 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
         .context("watching the roots")?;
     Ok(Served {
         server,
+        databases: sql
+            .as_ref()
+            .map(|sql| sql.databases().to_vec())
+            .unwrap_or_default(),
+        broker,
         _watcher: watcher,
     })
+}
+
+/// The broker connection in the metrics: whether it is up, and its counts.
+fn broker_metrics(metrics: &Metrics, broker: &mcp_broker::Broker) {
+    let b = broker.clone();
+    metrics.gauges(
+        "mcp_broker_connected",
+        "1 while the connection to the broker that shares change notifications is up.",
+        &[],
+        move |emit| emit(&[], i64::from(b.is_connected())),
+    );
+    type Pick = fn(&mcp_broker::BrokerStats) -> u64;
+    let families: [(&str, &str, Pick); 4] = [
+        (
+            "mcp_broker_events_published_total",
+            "Change notifications published to the other instances.",
+            |s| s.published,
+        ),
+        (
+            "mcp_broker_events_received_total",
+            "Change notifications received from the other instances.",
+            |s| s.received,
+        ),
+        (
+            "mcp_broker_events_lost_total",
+            "Change notifications not published: the broker was unreachable or the queue was full.",
+            |s| s.lost,
+        ),
+        (
+            "mcp_broker_disconnects_total",
+            "Times the connection to the broker was lost.",
+            |s| s.disconnects,
+        ),
+    ];
+    for (name, help, pick) in families {
+        let b = broker.clone();
+        metrics.counters(name, help, &[], move |emit| {
+            emit(&[], i64::try_from(pick(&b.stats())).unwrap_or(i64::MAX));
+        });
+    }
 }
 
 /// The SQL connection pools in the metrics, by database and pool (`read` or `write`): their size,

@@ -61,6 +61,12 @@ impl Batch {
     }
 
     pub(super) fn flush(self, inner: &Arc<Inner>, server: &Server) {
+        // Every instance serving the folder watches it itself: its changes are not relayed to
+        // the other instances (mcp_server::relay), or their listeners would hear each one twice.
+        mcp_server::relay::locally(|| self.flush_here(inner, server));
+    }
+
+    fn flush_here(self, inner: &Arc<Inner>, server: &Server) {
         if self.lost {
             // What changed is unknown: re-list every root, and tell every listener that follows
             // anything under one (the list, the root, a file or directory in it) to look again.

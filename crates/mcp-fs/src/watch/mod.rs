@@ -78,9 +78,11 @@ impl FsWatcher {
                 })?;
         }
         // Catch up with whatever changed between registration and now.
-        for i in 0..inner.roots.len() {
-            inner.resync(&server, i);
-        }
+        mcp_server::relay::locally(|| {
+            for i in 0..inner.roots.len() {
+                inner.resync(&server, i);
+            }
+        });
         std::thread::Builder::new()
             .name("mcp-fs-watch".to_owned())
             .spawn(move || run(&inner, &server, &queue))

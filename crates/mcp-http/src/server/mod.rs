@@ -21,6 +21,7 @@
 mod body;
 mod h1;
 mod h2;
+mod health;
 mod io;
 mod legacy;
 mod memory;
@@ -54,6 +55,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use body::McpBody;
+pub use health::Health;
 pub use legacy::LegacyMode;
 pub use metrics::MetricsService;
 pub use policy::{OriginPolicy, Refusal};
@@ -137,6 +139,10 @@ pub struct HttpConfig {
     /// text format, behind the same Host/Origin policy; `None` (the default) serves none. It must
     /// differ from [`path`](Self::path). To serve them on another address, use [`MetricsService`].
     pub metrics_path: Option<String>,
+    /// Liveness and readiness (`GET /healthz`, `GET /readyz` unless changed) for load balancers
+    /// and orchestrators, behind the same Host/Origin policy; `None` (the default) serves neither.
+    /// Their paths must differ from [`path`](Self::path).
+    pub health: Option<Health>,
     /// How handshake-era clients are served, when the server serves them
     /// ([`mcp_server::Eras::Both`]): with `Mcp-Session-Id` sessions (the default) or statelessly.
     pub legacy: LegacyMode,
@@ -164,6 +170,7 @@ impl Default for HttpConfig {
             max_header_bytes: 64 * 1024,
             max_connections_per_address: None,
             metrics_path: None,
+            health: None,
             legacy: LegacyMode::Sessions,
             max_sessions: 10_000,
             session_idle: Duration::from_secs(30 * 60),
@@ -255,6 +262,21 @@ impl McpService {
                     &parts.uri,
                     &parts.headers,
                 );
+            }
+            if let Some(health) = config
+                .health
+                .as_ref()
+                .filter(|h| h.serves(parts.uri.path()))
+            {
+                return health
+                    .answer(
+                        &config.policy,
+                        &parts.method,
+                        parts.version,
+                        &parts.uri,
+                        &parts.headers,
+                    )
+                    .await;
             }
             return plain(StatusCode::NOT_FOUND);
         }

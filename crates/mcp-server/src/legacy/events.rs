@@ -105,7 +105,9 @@ impl LegacySession {
                         notification("notifications/resources/updated", json!({ "uri": &*uri }))
                     }
                     // Notifications were lost: the client re-lists what it follows.
-                    Err(broadcast::error::RecvError::Lagged(_)) if registry.has_resources() => {
+                    Err(broadcast::error::RecvError::Lagged(_)) | Ok(HubEvent::Resync)
+                        if registry.has_resources() =>
+                    {
                         notification("notifications/resources/list_changed", json!({}))
                     }
                     Err(broadcast::error::RecvError::Closed) => return None,

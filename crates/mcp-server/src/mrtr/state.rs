@@ -63,9 +63,15 @@ pub enum StateError {
 ///
 /// Several instances behind a load balancer share state by sharing the key; a random key per process
 /// is only the default.
+///
+/// Keys rotate without refusing states already issued: the sealer seals with its current key and
+/// opens with it or with any of its previous keys ([`with_previous`](Self::with_previous)). A
+/// previous key is needed for one state lifetime ([`ttl`](Self::ttl)) after it stops sealing.
 #[derive(Clone)]
 pub struct StateSealer {
     key: HmacSha256,
+    /// Keys that sealed earlier and still open what they sealed.
+    previous: Vec<HmacSha256>,
     ttl: Duration,
 }
 
@@ -92,9 +98,20 @@ impl StateSealer {
             return Err(KeyTooShort(key.len()));
         }
         Ok(StateSealer {
-            key: HmacSha256::new_from_slice(key).expect("HMAC takes keys of any length"),
+            key: hmac_key(key),
+            previous: Vec::new(),
             ttl,
         })
+    }
+
+    /// Also opens states sealed with `key`, a key this sealer's instances sealed with before (at
+    /// least [`MIN_KEY_LEN`] bytes). New states are still sealed with the current key.
+    pub fn with_previous(mut self, key: &[u8]) -> Result<Self, KeyTooShort> {
+        if key.len() < MIN_KEY_LEN {
+            return Err(KeyTooShort(key.len()));
+        }
+        self.previous.push(hmac_key(key));
+        Ok(self)
     }
 
     /// How long issued states stay valid.
@@ -124,9 +141,14 @@ impl StateSealer {
         let (body, tag) = token.split_once('.').ok_or(StateError::Tampered)?;
         let body = B64.decode(body).map_err(|_| StateError::Tampered)?;
         let tag = B64.decode(tag).map_err(|_| StateError::Tampered)?;
-        let mut mac = self.key.clone();
-        mac.update(&body);
-        mac.verify_slice(&tag).map_err(|_| StateError::Tampered)?;
+        let verifies = |key: &HmacSha256| {
+            let mut mac = key.clone();
+            mac.update(&body);
+            mac.verify_slice(&tag).is_ok()
+        };
+        if !verifies(&self.key) && !self.previous.iter().any(verifies) {
+            return Err(StateError::Tampered);
+        }
         let payload: StatePayload =
             serde_json::from_slice(&body).map_err(|_| StateError::Tampered)?;
         if payload.v != 1 {
@@ -144,6 +166,10 @@ impl StateSealer {
     pub(crate) fn expiry(&self) -> u64 {
         now_ms().saturating_add(u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX))
     }
+}
+
+fn hmac_key(key: &[u8]) -> HmacSha256 {
+    HmacSha256::new_from_slice(key).expect("HMAC takes keys of any length")
 }
 
 /// A configured state key was shorter than [`MIN_KEY_LEN`] bytes.
@@ -244,6 +270,48 @@ mod tests {
         let token = sealer.seal(&payload());
         let opened = sealer.open(&token, "tools/call", "digest", "").unwrap();
         assert_eq!(opened.s, Some(json!({"step": 2})));
+    }
+
+    #[test]
+    fn a_rotated_key_still_opens_what_the_previous_key_sealed() {
+        let ttl = Duration::from_secs(60);
+        let (old, new, other) = ([1u8; 32], [2u8; 32], [3u8; 32]);
+        let before = StateSealer::with_key(&old, ttl).unwrap();
+        let issued_before = before.seal(&payload());
+        // The new key seals; the old one still opens.
+        let after = StateSealer::with_key(&new, ttl)
+            .unwrap()
+            .with_previous(&old)
+            .unwrap();
+        let issued_after = after.seal(&payload());
+        for token in [&issued_before, &issued_after] {
+            assert!(after.open(token, "tools/call", "digest", "").is_ok());
+        }
+        // An instance that has not rotated yet opens neither the new states nor, without the
+        // old key, anything but its own.
+        assert_eq!(
+            before.open(&issued_after, "tools/call", "digest", ""),
+            Err(StateError::Tampered)
+        );
+        let dropped = StateSealer::with_key(&new, ttl).unwrap();
+        assert_eq!(
+            dropped.open(&issued_before, "tools/call", "digest", ""),
+            Err(StateError::Tampered)
+        );
+        let stranger = StateSealer::with_key(&other, ttl)
+            .unwrap()
+            .with_previous(&new)
+            .unwrap();
+        assert!(
+            stranger
+                .open(&issued_after, "tools/call", "digest", "")
+                .is_ok()
+        );
+        // Previous keys have the same minimum length.
+        assert_eq!(
+            dropped.with_previous(&[0u8; 8]).map(|_| ()),
+            Err(KeyTooShort(8))
+        );
     }
 
     #[test]

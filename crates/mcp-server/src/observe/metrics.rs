@@ -241,6 +241,8 @@ type ReadGauges = Box<dyn Fn(&mut dyn FnMut(&[&str], i64)) + Send + Sync>;
 /// A gauge family added with [`Metrics::gauges`].
 struct External {
     name: &'static str,
+    /// `gauge` or `counter`.
+    kind: &'static str,
     help: &'static str,
     labels: &'static [&'static str],
     read: ReadGauges,
@@ -469,6 +471,34 @@ impl Metrics {
         labels: &'static [&'static str],
         read: impl Fn(&mut dyn FnMut(&[&str], i64)) + Send + Sync + 'static,
     ) {
+        self.external("gauge", name, help, labels, Box::new(read));
+    }
+
+    /// Adds a counter family whose values another component keeps (a broker connection's
+    /// events published and lost), as [`gauges`](Self::gauges) does for gauges. The values must
+    /// only grow, and `name` should end in `_total`.
+    ///
+    /// # Panics
+    ///
+    /// As [`gauges`](Self::gauges).
+    pub fn counters(
+        &self,
+        name: &'static str,
+        help: &'static str,
+        labels: &'static [&'static str],
+        read: impl Fn(&mut dyn FnMut(&[&str], i64)) + Send + Sync + 'static,
+    ) {
+        self.external("counter", name, help, labels, Box::new(read));
+    }
+
+    fn external(
+        &self,
+        kind: &'static str,
+        name: &'static str,
+        help: &'static str,
+        labels: &'static [&'static str],
+        read: ReadGauges,
+    ) {
         assert!(valid_name(name, true), "invalid metric name {name:?}");
         for label in labels {
             assert!(valid_name(label, false), "invalid label name {label:?}");
@@ -483,9 +513,10 @@ impl Metrics {
             .unwrap_or_else(PoisonError::into_inner)
             .push(External {
                 name,
+                kind,
                 help,
                 labels,
-                read: Box::new(read),
+                read,
             });
     }
 
@@ -689,7 +720,7 @@ impl Metrics {
 
         let external = r.external.read().unwrap_or_else(PoisonError::into_inner);
         for gauge in external.iter() {
-            family(out, gauge.name, "gauge", gauge.help);
+            family(out, gauge.name, gauge.kind, gauge.help);
             (gauge.read)(&mut |values, value| {
                 debug_assert_eq!(values.len(), gauge.labels.len(), "{}", gauge.name);
                 out.push_str(gauge.name);

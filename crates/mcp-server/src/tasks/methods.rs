@@ -179,11 +179,8 @@ impl Server {
 
     /// Tells listeners that a task changed.
     pub(crate) fn task_changed(&self, record: &TaskRecord) {
-        // No listeners is not an error.
-        let _ = self
-            .inner
-            .hub
-            .send(crate::hub::HubEvent::TaskChanged(std::sync::Arc::new(
+        self.inner
+            .emit(crate::hub::HubEvent::TaskChanged(std::sync::Arc::new(
                 crate::hub::TaskNotice {
                     id: record.id.clone(),
                     owner: record.owner.clone(),

@@ -66,6 +66,8 @@ pub(crate) struct Settings {
     pub idle_timeout: Duration,
     /// How long a response may make no progress before it is abandoned.
     pub write_timeout: Duration,
+    /// How long to keep serving, not ready, after a stop signal.
+    pub shutdown_grace: Duration,
     /// The most HTTP connections open at once; `None`: from the limit of open files.
     pub max_connections: Option<usize>,
     /// The most concurrent streams on one HTTP/2 connection.
@@ -91,6 +93,10 @@ pub(crate) struct Settings {
     pub name: String,
     pub instructions: Option<String>,
     pub state_key: Option<KeyFile>,
+    /// Keys that sealed before `state_key`, still accepted to open what they sealed.
+    pub previous_state_keys: Vec<KeyFile>,
+    /// The broker's URL and channel, and the flag or key that gave the URL.
+    pub broker: Option<BrokerSetting>,
     /// The shared approval ledger's URL, and the flag or key that gave it.
     pub approval_ledger: Option<(String, &'static str)>,
     /// The shared task store's URL, and the flag or key that gave it.
@@ -135,6 +141,18 @@ pub(crate) struct TlsFiles {
     /// `--tls-cert` or `http.tls_cert`.
     pub from: &'static str,
 }
+
+/// The broker that carries change notifications between instances.
+#[derive(Debug)]
+pub(crate) struct BrokerSetting {
+    pub url: String,
+    pub channel: String,
+    /// The flag or key that gave the URL.
+    pub key: &'static str,
+}
+
+/// The channel instances share when none is given.
+pub(crate) const DEFAULT_BROKER_CHANNEL: &str = "mcp.changes";
 
 /// The `requestState` key file, and the flag or key that named it.
 #[derive(Debug)]
@@ -215,6 +233,11 @@ pub(crate) fn resolve(
         (None, None) => (DEFAULT_PATH.to_owned(), "--path"),
     };
     check_path(&path, path_key, "endpoint path")?;
+    if path == "/healthz" || path == "/readyz" {
+        return Err(format!(
+            "{path_key}: {path} is where health is served; choose another endpoint path"
+        ));
+    }
     let mut allowed_hosts = Vec::new();
     for (i, host) in file.http.allowed_hosts.iter().enumerate() {
         check_host(host).map_err(|e| format!("http.allowed_hosts[{i}]: {e}"))?;
@@ -253,6 +276,11 @@ pub(crate) fn resolve(
         (Some(d), _) => check_positive(d, "--write-timeout")?,
         (None, Some(s)) => check_positive(s.0, "http.write_timeout")?,
         (None, None) => http_defaults.write_timeout,
+    };
+    let shutdown_grace = match (args.shutdown_grace, &file.http.shutdown_grace) {
+        (Some(d), _) => d,
+        (None, Some(s)) => s.0,
+        (None, None) => Duration::ZERO,
     };
     let max_connections = match (args.max_connections, file.http.max_connections) {
         (Some(n), _) => Some(check_min(n, 1, "--max-connections")?),
@@ -354,6 +382,57 @@ pub(crate) fn resolve(
             key: "server.state_key_file",
         }),
         (None, None) => None,
+    };
+    let previous_state_keys: Vec<KeyFile> = if args.previous_state_key_file.is_empty() {
+        file.server
+            .previous_state_key_files
+            .iter()
+            .map(|path| KeyFile {
+                path: in_file(path),
+                key: "server.previous_state_key_files",
+            })
+            .collect()
+    } else {
+        args.previous_state_key_file
+            .iter()
+            .map(|path| KeyFile {
+                path: path.clone(),
+                key: "--previous-state-key-file",
+            })
+            .collect()
+    };
+    if state_key.is_none() && !previous_state_keys.is_empty() {
+        return Err(
+            "server.previous_state_key_files: only with a current key (server.state_key_file)"
+                .to_owned(),
+        );
+    }
+    let broker = match (&args.broker, &file.server.broker) {
+        (Some(url), _) => Some((url.clone(), "--broker")),
+        (None, Some(url)) => Some((url.clone(), "server.broker")),
+        (None, None) => None,
+    };
+    let broker = match broker {
+        Some((url, key)) => {
+            let (channel, channel_key) = match (&args.broker_channel, &file.server.broker_channel) {
+                (Some(c), _) => (c.clone(), "--broker-channel"),
+                (None, Some(c)) => (c.clone(), "server.broker_channel"),
+                (None, None) => (DEFAULT_BROKER_CHANNEL.to_owned(), "--broker-channel"),
+            };
+            // Checked now, so that a bad URL stops the start with the flag's name.
+            if let Err(e) = mcp_broker::Broker::new(&url, &channel) {
+                let which = match e {
+                    mcp_broker::BrokerError::Channel(_) => channel_key,
+                    _ => key,
+                };
+                return Err(format!("{which}: {e}"));
+            }
+            Some(BrokerSetting { url, channel, key })
+        }
+        None if file.server.broker_channel.is_some() => {
+            return Err("server.broker_channel: only with a broker (server.broker)".to_owned());
+        }
+        None => None,
     };
     let approval_ledger = match (&args.approval_ledger, &file.server.approval_ledger) {
         (Some(url), _) => Some((url.clone(), "--approval-ledger")),
@@ -662,6 +741,7 @@ pub(crate) fn resolve(
         read_timeout,
         idle_timeout,
         write_timeout,
+        shutdown_grace,
         max_connections,
         h2_max_streams,
         max_header_bytes,
@@ -676,6 +756,8 @@ pub(crate) fn resolve(
         name,
         instructions: file.server.instructions.clone(),
         state_key,
+        previous_state_keys,
+        broker,
         approval_ledger,
         task_store,
         task_runner_timeout,

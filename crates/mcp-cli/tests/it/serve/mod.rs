@@ -3,6 +3,7 @@
 //! commands and by `mcp-client`.
 
 mod approvals;
+mod cluster;
 mod config;
 mod connections;
 mod eras;

@@ -468,6 +468,13 @@ impl Pg {
         }
     }
 
+    /// Runs `sql` (statements) as the administrator.
+    pub fn exec(&self, sql: &str) {
+        self.runtime
+            .block_on(self.admin.batch_execute(sql))
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
     /// Runs `sql` as the administrator; the first column of the first row as text.
     pub fn scalar(&self, sql: &str) -> String {
         let row = self

@@ -1,0 +1,448 @@
+//! Three `mcp serve` instances on one PostgreSQL database behind a real haproxy (Debian's package;
+//! `.ci/run` installs it), sharing a state key, an approval ledger and a NATS broker:
+//!
+//! - `mcp bench` through the balancer answers every call;
+//! - haproxy routes calls for one database to an instance group of its own by the
+//!   `Mcp-Param-Database` header alone (the `database` argument's `x-mcp-header`), and an instance
+//!   refuses a header that disagrees with the body;
+//! - an MRTR write approval asked by one instance is completed on another, once;
+//! - a listen stream on a third instance hears of the write;
+//! - an instance killed with SIGKILL mid-load costs at most the calls in flight on it, haproxy marks
+//!   it down through `/readyz`, the load goes on, and the instance rejoins when restarted.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::support::{
+    Pg, Serve, TempDir, admin_role, http, meta, pg_url, rpc_headers, rpc_message,
+};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// haproxy with `config`, stopped when dropped.
+struct Haproxy(Child);
+
+impl Haproxy {
+    fn start(dir: &Path, config: &str) -> Haproxy {
+        let file = dir.join("haproxy.cfg");
+        std::fs::write(&file, config).unwrap();
+        let check = Command::new("haproxy")
+            .arg("-c")
+            .arg("-f")
+            .arg(&file)
+            .output()
+            .expect("haproxy runs (Debian's haproxy package; .ci/run installs it)");
+        assert!(
+            check.status.success(),
+            "haproxy refuses the configuration:\n{}{}",
+            String::from_utf8_lossy(&check.stdout),
+            String::from_utf8_lossy(&check.stderr)
+        );
+        let child = Command::new("haproxy")
+            .arg("-db")
+            .arg("-f")
+            .arg(&file)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("haproxy starts");
+        Haproxy(child)
+    }
+}
+
+impl Drop for Haproxy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The state of each server of each backend, from haproxy's stats page:
+/// `(backend, server) -> (status, total sessions)`.
+fn haproxy_servers(stats_url: &str) -> Vec<(String, String, String, u64)> {
+    let reply = http(stats_url, "GET", &[], "");
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    reply
+        .body
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            if f.len() < 18 || f[1] == "FRONTEND" || f[1] == "BACKEND" {
+                return None;
+            }
+            Some((
+                f[0].to_owned(),
+                f[1].to_owned(),
+                f[17].to_owned(),
+                f[7].parse().unwrap_or(0),
+            ))
+        })
+        .collect()
+}
+
+fn status_of(stats_url: &str, backend: &str, server: &str) -> (String, u64) {
+    haproxy_servers(stats_url)
+        .into_iter()
+        .find(|(b, s, _, _)| b == backend && s == server)
+        .map(|(_, _, status, total)| (status, total))
+        .unwrap_or_else(|| panic!("no server {backend}/{server} in the stats"))
+}
+
+fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !check() {
+        assert!(start.elapsed() < limit, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `tools/call` of `tool` on `database` with `arguments` (and `extra` params), with the
+/// `Mcp-Param-Database` header the `database` argument mirrors (or `header` instead).
+fn call(url: &str, tool: &str, arguments: Value, extra: Value, header: Option<&str>) -> Value {
+    let database = arguments["database"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let mut params = json!({"name": tool, "arguments": arguments, "_meta": meta(true)});
+    for (k, v) in extra.as_object().expect("an object") {
+        params[k] = v.clone();
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    let mut headers = rpc_headers("tools/call", Some(tool));
+    let value = header.unwrap_or(&database).to_owned();
+    headers.push(("Mcp-Param-Database", &value));
+    let reply = http(url, "POST", &headers, &body.to_string());
+    rpc_message(&reply)
+}
+
+/// A `subscriptions/listen` stream read line by line.
+struct Listen(BufReader<TcpStream>);
+
+impl Listen {
+    fn open(url: &str, notifications: Value) -> Listen {
+        let rest = url.strip_prefix("http://").unwrap();
+        let (authority, path) = rest.split_at(rest.find('/').unwrap());
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen", "params": {
+            "notifications": notifications,
+            "_meta": meta(false),
+        }})
+        .to_string();
+        let mut stream = TcpStream::connect(authority).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut request = format!(
+            "POST {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Length: {}\r\n",
+            body.len()
+        );
+        for (k, v) in rpc_headers("subscriptions/listen", None) {
+            request.push_str(&format!("{k}: {v}\r\n"));
+        }
+        request.push_str("\r\n");
+        request.push_str(&body);
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut listen = Listen(BufReader::new(stream));
+        let ack = listen.next();
+        assert_eq!(
+            ack["method"], "notifications/subscriptions/acknowledged",
+            "{ack}"
+        );
+        listen
+    }
+
+    /// The next JSON-RPC message on the stream.
+    fn next(&mut self) -> Value {
+        loop {
+            let mut line = String::new();
+            let n = self.0.read_line(&mut line).expect("the stream stays open");
+            assert!(n > 0, "the listen stream ended");
+            // Chunked framing and SSE fields other than data are skipped.
+            if let Some(data) = line.trim_end().strip_prefix("data:")
+                && let Ok(message) = serde_json::from_str::<Value>(data.trim())
+            {
+                return message;
+            }
+        }
+    }
+}
+
+fn instance(port: u16, data: &Path, common: &[String]) -> Serve {
+    let bind = format!("127.0.0.1:{port}");
+    let mut args: Vec<&str> = vec!["--http", &bind];
+    args.extend(common.iter().map(String::as_str));
+    Serve::start_without_bind(data, &args)
+}
+
+fn bench(url: &str, connections: usize, seconds: u64, max_errors: &str) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp"))
+        .args([
+            "bench", "--url", url, "--era", "modern", "--json", "--warmup", "200ms",
+        ])
+        .args(["-c", &connections.to_string(), "-d", &format!("{seconds}s")])
+        .args(["--call", "query", "--args"])
+        .arg(r#"{"database": "acme", "sql": "SELECT name FROM pets WHERE id = 1"}"#)
+        .args(["--max-errors", max_errors])
+        .output()
+        .expect("mcp bench runs");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: mcp bench printed {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    report
+}
+
+#[test]
+fn three_instances_behind_haproxy_share_state_and_notifications_and_survive_a_kill() {
+    let pg = Pg::new(
+        "CREATE TABLE pets (id int PRIMARY KEY, name text NOT NULL);
+         INSERT INTO pets VALUES (1, 'Rex'), (2, 'Tom');",
+    );
+    let scratch = TempDir::new();
+    let key = scratch.join("state.key");
+    std::fs::write(&key, [7u8; 32]).unwrap();
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let channel = format!("mcp.cluster.{}", std::process::id());
+    let db = pg_url(&pg.writer);
+    let common: Vec<String> = [
+        "--db",
+        &format!("acme={db}"),
+        "--db",
+        &format!("globex={db}"),
+        "--allow-write",
+        "--state-key-file",
+        key.to_str().unwrap(),
+        "--approval-ledger",
+        &pg_url(&admin_role()),
+        "--broker",
+        "nats://127.0.0.1:4222",
+        "--broker-channel",
+        &channel,
+        "--shutdown-grace",
+        "1s",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    let ports = [free_port(), free_port(), free_port()];
+    let data: Vec<_> = (0..3).map(|i| scratch.join(&format!("data{i}"))).collect();
+    let a = instance(ports[0], &data[0], &common);
+    let mut b = instance(ports[1], &data[1], &common);
+    let c = instance(ports[2], &data[2], &common);
+    for serve in [&a, &b, &c] {
+        let log = serve.log();
+        assert!(
+            log.contains("change notifications are shared through nats://"),
+            "{log}"
+        );
+    }
+
+    let front = free_port();
+    let stats = free_port();
+    let server_line = |name: &str, port: u16| format!("  server {name} 127.0.0.1:{port} check\n");
+    let config = format!(
+        "global\n  maxconn 2000\n\
+         defaults\n  mode http\n  timeout connect 2s\n  timeout client 30s\n  timeout server 30s\n  \
+         retries 2\n  option redispatch\n  \
+         default-server inter 200ms fall 2 rise 2\n\
+         frontend mcp\n  bind 127.0.0.1:{front}\n  \
+         use_backend globex if {{ req.hdr(mcp-param-database) -m str globex }}\n  \
+         default_backend acme\n\
+         backend acme\n  balance roundrobin\n  option httpchk\n  \
+         http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host 127.0.0.1\n  \
+         http-check expect status 200\n{}{}\
+         backend globex\n  option httpchk\n  \
+         http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host 127.0.0.1\n  \
+         http-check expect status 200\n{}\
+         listen stats\n  bind 127.0.0.1:{stats}\n  stats enable\n  stats uri /stats\n",
+        server_line("a", ports[0]),
+        server_line("b", ports[1]),
+        server_line("c", ports[2]),
+    );
+    let _haproxy = Haproxy::start(scratch.path(), &config);
+    let stats_url = format!("http://127.0.0.1:{stats}/stats;csv");
+    let lb = format!("http://127.0.0.1:{front}/mcp");
+    wait_for(
+        "haproxy sees every instance up",
+        Duration::from_secs(20),
+        || {
+            std::net::TcpStream::connect(("127.0.0.1", stats)).is_ok()
+                && haproxy_servers(&stats_url)
+                    .iter()
+                    .all(|(_, _, status, _)| status == "UP")
+        },
+    );
+
+    // Load through the balancer: every call answered.
+    let report = bench(&lb, 4, 2, "0");
+    assert_eq!(report["errors"], 0, "{report}");
+    assert!(report["requests"].as_u64().unwrap() > 50, "{report}");
+
+    // Routing by header alone: globex's calls all reach its own group (instance c).
+    let (_, c_before) = status_of(&stats_url, "globex", "c");
+    for _ in 0..5 {
+        let answer = call(
+            &lb,
+            "query",
+            json!({"database": "globex", "sql": "SELECT count(*) AS n FROM pets"}),
+            json!({}),
+            None,
+        );
+        assert_eq!(
+            answer["result"]["structuredContent"]["rows"][0]["n"], 2,
+            "{answer}"
+        );
+    }
+    let (_, c_after) = status_of(&stats_url, "globex", "c");
+    assert_eq!(c_after - c_before, 5);
+    // A header that disagrees with the body is refused by the instance (-32020), so the header a
+    // balancer routes or authorizes on is the database the call uses.
+    let mismatch = call(
+        &lb,
+        "query",
+        json!({"database": "acme", "sql": "SELECT 1"}),
+        json!({}),
+        Some("globex"),
+    );
+    assert_eq!(mismatch["error"]["code"], -32020, "{mismatch}");
+
+    // A listen stream on a; a table created by a write asked on b and approved on c.
+    pg.exec(&format!(
+        "GRANT CREATE ON SCHEMA {} TO {}",
+        pg.schema, pg.writer
+    ));
+    let mut on_a = Listen::open(&a.url, json!({"resourcesListChanged": true}));
+    let arguments = json!({"database": "acme", "sql": "CREATE TABLE visits (id int PRIMARY KEY)"});
+    let asked = call(&b.url, "execute", arguments.clone(), json!({}), None)["result"].clone();
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let input_key = asked["inputRequests"]
+        .as_object()
+        .and_then(|r| r.keys().next())
+        .expect("an input request")
+        .clone();
+    let approval = json!({
+        "inputResponses": {input_key: {"action": "accept", "content": {"approve": true}}},
+        "requestState": asked["requestState"],
+    });
+    let ran = call(&c.url, "execute", arguments.clone(), approval.clone(), None)["result"].clone();
+    assert_ne!(ran["isError"], json!(true), "{ran}");
+    let visits = format!("SELECT to_regclass('{}.visits') IS NOT NULL", pg.schema);
+    assert_eq!(pg.scalar(&visits), "true");
+    // Replayed on the third instance: already used, through the shared ledger.
+    let replayed = call(&a.url, "execute", arguments, approval, None)["result"].clone();
+    assert_eq!(replayed["isError"], json!(true), "{replayed}");
+    assert!(
+        replayed["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("already used"),
+        "{replayed}"
+    );
+    // The new table, registered by c, reaches the stream held by a, once.
+    let heard = on_a.next();
+    assert_eq!(
+        heard["method"], "notifications/resources/list_changed",
+        "{heard}"
+    );
+
+    // SIGKILL b mid-load: at most the calls in flight on it fail; haproxy marks it down.
+    let connections = 8;
+    let lb_for_bench = lb.clone();
+    let load = std::thread::spawn(move || bench(&lb_for_bench, connections, 6, "10%"));
+    std::thread::sleep(Duration::from_secs(2));
+    let killed = Command::new("kill")
+        .args(["-KILL", &b.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    wait_for("haproxy marks b down", Duration::from_secs(5), || {
+        status_of(&stats_url, "acme", "b").0.starts_with("DOWN")
+    });
+    let report = load.join().unwrap();
+    let errors = report["errors"].as_u64().unwrap();
+    assert!(
+        errors <= connections as u64,
+        "more calls failed than were in flight: {report}"
+    );
+    assert!(report["requests"].as_u64().unwrap() > 100, "{report}");
+    // The survivors answered everything after the kill.
+    let after = bench(&lb, 4, 1, "0");
+    assert_eq!(after["errors"], 0, "{after}");
+
+    // Restarted on its port, b rejoins.
+    b.stop();
+    let b = instance(ports[1], &data[1], &common);
+    wait_for("haproxy marks b up again", Duration::from_secs(10), || {
+        status_of(&stats_url, "acme", "b").0 == "UP"
+    });
+    let (_, b_before) = status_of(&stats_url, "acme", "b");
+    let again = bench(&lb, 3, 1, "0");
+    assert_eq!(again["errors"], 0, "{again}");
+    let (_, b_after) = status_of(&stats_url, "acme", "b");
+    assert!(b_after > b_before, "b serves again");
+    drop(b);
+    let mut buf = String::new();
+    let _ = on_a
+        .0
+        .get_mut()
+        .set_read_timeout(Some(Duration::from_millis(10)));
+    let _ = on_a.0.read_to_string(&mut buf);
+}
+
+#[test]
+fn readiness_reports_the_database_and_goes_false_while_draining() {
+    let scratch = TempDir::new();
+    let mut serve = Serve::start(&scratch.join("data"), &["--shutdown-grace", "2s"]);
+    let base = serve.url.trim_end_matches("/mcp").to_owned();
+    let ready = http(&format!("{base}/readyz"), "GET", &[], "");
+    assert_eq!(ready.status, 200, "{}", ready.body);
+    assert_eq!(ready.body, "database sample: ok\nready\n");
+    let live = http(&format!("{base}/healthz"), "GET", &[], "");
+    assert_eq!((live.status, live.body.as_str()), (200, "ok\n"));
+    // Another Host is refused, as on the MCP endpoint.
+    let rebinding = http(
+        &format!("{base}/readyz"),
+        "GET",
+        &[("Host", "evil.example")],
+        "",
+    );
+    assert_eq!(rebinding.status, 403, "{}", rebinding.body);
+
+    // SIGTERM: readiness goes false at once, while requests are still served for the grace.
+    let term = Command::new("kill")
+        .args(["-TERM", &serve.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    wait_for("readiness goes false", Duration::from_secs(2), || {
+        http(&format!("{base}/readyz"), "GET", &[], "").status == 503
+    });
+    let draining = http(&format!("{base}/readyz"), "GET", &[], "");
+    assert_eq!(draining.body, "draining\n");
+    let still = super::support::post(
+        &serve.url,
+        "tools/call",
+        Some("query"),
+        json!({"name": "query", "arguments": {"sql": "SELECT 1 AS one"}, "_meta": meta(false)}),
+    );
+    assert_eq!(
+        still["result"]["structuredContent"]["rows"][0]["one"], 1,
+        "{still}"
+    );
+    let status = serve.stop();
+    assert!(status.is_some_and(|s| s.success()), "{:?}", serve.log());
+}
