@@ -189,16 +189,25 @@ async fn changes_cross_instances_once_and_in_order(url: &str, name: &str) {
 
 #[tokio::test]
 async fn nats_carries_changes_between_instances_once_and_in_order() {
+    if !mcp_testenv::nats() {
+        return;
+    }
     changes_cross_instances_once_and_in_order(NATS, "order").await;
 }
 
 #[tokio::test]
 async fn redis_carries_changes_between_instances_once_and_in_order() {
+    if !mcp_testenv::redis() {
+        return;
+    }
     changes_cross_instances_once_and_in_order(REDIS, "order").await;
 }
 
 #[tokio::test]
 async fn instances_on_other_channels_hear_nothing() {
+    if !mcp_testenv::nats() {
+        return;
+    }
     let a = instance(NATS, &channel("mine")).await;
     let b = instance(NATS, &channel("theirs")).await;
     let mut on_a = listen(&a.server, json!({"resourceSubscriptions": ["sql://db/"]})).await;
@@ -265,6 +274,9 @@ fn free_port() -> u16 {
 
 #[tokio::test]
 async fn while_the_broker_is_down_streams_stay_open_and_a_resync_follows_its_return() {
+    if !mcp_testenv::program("redis-server") {
+        return;
+    }
     let port = free_port();
     let mut redis = OwnRedis::start(port);
     let url = format!("redis://127.0.0.1:{port}");
@@ -314,6 +326,9 @@ async fn while_the_broker_is_down_streams_stay_open_and_a_resync_follows_its_ret
 
 #[tokio::test]
 async fn a_refused_login_is_reported_and_retried_not_fatal() {
+    if !mcp_testenv::program("nats-server") {
+        return;
+    }
     // NATS with a token it does not know: the connection is refused, the relay keeps trying.
     let port = free_port();
     let mut nats = Command::new("nats-server")

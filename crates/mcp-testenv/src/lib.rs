@@ -123,6 +123,35 @@ pub fn mariadb() -> bool {
     )
 }
 
+fn answers(port: u16) -> bool {
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok()
+}
+
+const BROKERS_HINT: &str = "run scripts/brokers (it starts NATS, Redis and installs haproxy with \
+     apt-get where they are missing), or start nats-server on 4222 and redis-server on 6379";
+
+/// Whether NATS answers on 127.0.0.1:4222, as [`require`] reports it.
+pub fn nats() -> bool {
+    static UP: OnceLock<bool> = OnceLock::new();
+    let up = *UP.get_or_init(|| answers(4222));
+    require(up, "no NATS answers on 127.0.0.1:4222", BROKERS_HINT)
+}
+
+/// Whether Redis answers on 127.0.0.1:6379, as [`require`] reports it.
+pub fn redis() -> bool {
+    static UP: OnceLock<bool> = OnceLock::new();
+    let up = *UP.get_or_init(|| answers(6379));
+    require(up, "no Redis answers on 127.0.0.1:6379", BROKERS_HINT)
+}
+
+/// Whether `program` (a broker or balancer the tests start on ports of their own:
+/// `redis-server`, `nats-server`, `haproxy`) can be run, as [`require`] reports it.
+pub fn program(program: &str) -> bool {
+    let found = on_path(program) || Path::new("/usr/sbin").join(program).is_file();
+    require(found, &format!("{program} is not installed"), BROKERS_HINT)
+}
+
 /// The pinned peers under `peers/`: Node 22 and the npm packages (the official SDKs, the
 /// conformance suite, oidc-provider) in `peers/node_modules`, the Python SDK in `peers/.venv`.
 #[derive(Debug, Clone)]

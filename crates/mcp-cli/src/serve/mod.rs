@@ -212,7 +212,7 @@ pub(crate) struct ServeArgs {
     /// A key file that sealed requestState before --state-key-file replaced it: what it sealed
     /// still opens (keep it one state lifetime, 10 minutes, after every instance has the new key).
     /// May be repeated.
-    #[arg(long, value_name = "FILE", requires = "state_key_file")]
+    #[arg(long, value_name = "FILE")]
     previous_state_key_file: Vec<PathBuf>,
 
     /// A PostgreSQL URL where used write approvals are recorded (table mcp_used_approvals,

@@ -401,11 +401,13 @@ pub(crate) fn resolve(
             })
             .collect()
     };
-    if state_key.is_none() && !previous_state_keys.is_empty() {
-        return Err(
-            "server.previous_state_key_files: only with a current key (server.state_key_file)"
-                .to_owned(),
-        );
+    if state_key.is_none()
+        && let Some(first) = previous_state_keys.first()
+    {
+        return Err(format!(
+            "{}: only with a current key (--state-key-file or server.state_key_file)",
+            first.key
+        ));
     }
     let broker = match (&args.broker, &file.server.broker) {
         (Some(url), _) => Some((url.clone(), "--broker")),

@@ -1158,3 +1158,72 @@ fn the_metadata_lists_every_scope_served_unless_set() {
     let auth = resolve_with(&[], Some(&set)).unwrap().auth.unwrap().config;
     assert_eq!(auth.scopes_supported, ["only"]);
 }
+
+#[test]
+fn the_broker_the_shutdown_grace_and_previous_keys_come_from_the_flags_or_the_file() {
+    let s = resolve_with(&[], None).unwrap();
+    assert!(s.broker.is_none());
+    assert_eq!(s.shutdown_grace, Duration::ZERO);
+    assert!(s.previous_state_keys.is_empty());
+
+    let file = "[server]\nbroker = \"nats://10.0.0.5:4222\"\nstate_key_file = \"new.key\"\n\
+                previous_state_key_files = [\"old.key\"]\n[http]\nshutdown_grace = 3\n";
+    let s = resolve_with(&[], Some(file)).unwrap();
+    let broker = s.broker.expect("a broker");
+    assert_eq!(
+        (broker.url.as_str(), broker.channel.as_str(), broker.key),
+        ("nats://10.0.0.5:4222", "mcp.changes", "server.broker")
+    );
+    assert_eq!(s.shutdown_grace, Duration::from_secs(3));
+    assert_eq!(s.previous_state_keys.len(), 1);
+    assert_eq!(
+        s.previous_state_keys[0].path,
+        PathBuf::from("/etc/mcp/old.key")
+    );
+
+    let s = resolve_with(
+        &[
+            "--broker",
+            "redis://:pw@cache:6379",
+            "--broker-channel",
+            "prod.mcp",
+            "--shutdown-grace",
+            "500ms",
+        ],
+        Some(file),
+    )
+    .unwrap();
+    let broker = s.broker.expect("a broker");
+    assert_eq!(
+        (broker.url.as_str(), broker.channel.as_str(), broker.key),
+        ("redis://:pw@cache:6379", "prod.mcp", "--broker")
+    );
+    assert_eq!(s.shutdown_grace, Duration::from_millis(500));
+
+    for (argv, says) in [
+        (
+            &["--broker", "amqp://x"][..],
+            "--broker: unsupported scheme \"amqp\"",
+        ),
+        (
+            &["--broker", "nats://x", "--broker-channel", "a b"][..],
+            "--broker-channel: the channel \"a b\" is not usable",
+        ),
+    ] {
+        let e = resolve_with(argv, None).unwrap_err();
+        assert!(e.starts_with(says), "{e}");
+    }
+    let e = resolve_with(&[], Some("[server]\nbroker_channel = \"x\"\n")).unwrap_err();
+    assert!(
+        e.starts_with("server.broker_channel: only with a broker"),
+        "{e}"
+    );
+    let e = resolve_with(
+        &[],
+        Some("[server]\nprevious_state_key_files = [\"old.key\"]\n"),
+    )
+    .unwrap_err();
+    assert!(e.starts_with("server.previous_state_key_files:"), "{e}");
+    let e = resolve_with(&["--path", "/readyz"], None).unwrap_err();
+    assert!(e.contains("/readyz is where health is served"), "{e}");
+}

@@ -208,6 +208,9 @@ fn bench(url: &str, connections: usize, seconds: u64, max_errors: &str) -> Value
 
 #[test]
 fn three_instances_behind_haproxy_share_state_and_notifications_and_survive_a_kill() {
+    if !mcp_testenv::postgres() || !mcp_testenv::nats() || !mcp_testenv::program("haproxy") {
+        return;
+    }
     let pg = Pg::new(
         "CREATE TABLE pets (id int PRIMARY KEY, name text NOT NULL);
          INSERT INTO pets VALUES (1, 'Rex'), (2, 'Tom');",
