@@ -372,7 +372,7 @@ async fn supervise(
         if let Err(error) = outcome {
             failures += 1;
             // The first failure, then one in fifty: a broker down for long must not flood the log.
-            if failures == 1 || failures % 50 == 0 {
+            if failures == 1 || failures.is_multiple_of(50) {
                 tracing::warn!(
                     broker = %target,
                     error = %error,

@@ -196,13 +196,16 @@ fn bench(url: &str, connections: usize, seconds: u64, max_errors: &str) -> Value
         .args(["--max-errors", max_errors])
         .output()
         .expect("mcp bench runs");
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+    let mut report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "{e}: mcp bench printed {}{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         )
     });
+    // Failed calls, whatever their kind.
+    let failed = report["requests"].as_u64().unwrap() - report["ok"].as_u64().unwrap();
+    report["failed"] = failed.into();
     report
 }
 
@@ -292,7 +295,7 @@ fn three_instances_behind_haproxy_share_state_and_notifications_and_survive_a_ki
 
     // Load through the balancer: every call answered.
     let report = bench(&lb, 4, 2, "0");
-    assert_eq!(report["errors"], 0, "{report}");
+    assert_eq!(report["failed"], 0, "{report}");
     assert!(report["requests"].as_u64().unwrap() > 50, "{report}");
 
     // Routing by header alone: globex's calls all reach its own group (instance c).
@@ -306,7 +309,7 @@ fn three_instances_behind_haproxy_share_state_and_notifications_and_survive_a_ki
             None,
         );
         assert_eq!(
-            answer["result"]["structuredContent"]["rows"][0]["n"], 2,
+            answer["result"]["structuredContent"]["rows"][0][0], 2,
             "{answer}"
         );
     }
@@ -376,15 +379,15 @@ fn three_instances_behind_haproxy_share_state_and_notifications_and_survive_a_ki
         status_of(&stats_url, "acme", "b").0.starts_with("DOWN")
     });
     let report = load.join().unwrap();
-    let errors = report["errors"].as_u64().unwrap();
+    let errors = report["failed"].as_u64().unwrap();
     assert!(
         errors <= connections as u64,
         "more calls failed than were in flight: {report}"
     );
-    assert!(report["requests"].as_u64().unwrap() > 100, "{report}");
+    assert!(report["ok"].as_u64().unwrap() > 20, "{report}");
     // The survivors answered everything after the kill.
     let after = bench(&lb, 4, 1, "0");
-    assert_eq!(after["errors"], 0, "{after}");
+    assert_eq!(after["failed"], 0, "{after}");
 
     // Restarted on its port, b rejoins.
     b.stop();
@@ -394,7 +397,7 @@ fn three_instances_behind_haproxy_share_state_and_notifications_and_survive_a_ki
     });
     let (_, b_before) = status_of(&stats_url, "acme", "b");
     let again = bench(&lb, 3, 1, "0");
-    assert_eq!(again["errors"], 0, "{again}");
+    assert_eq!(again["failed"], 0, "{again}");
     let (_, b_after) = status_of(&stats_url, "acme", "b");
     assert!(b_after > b_before, "b serves again");
     drop(b);
@@ -443,7 +446,7 @@ fn readiness_reports_the_database_and_goes_false_while_draining() {
         json!({"name": "query", "arguments": {"sql": "SELECT 1 AS one"}, "_meta": meta(false)}),
     );
     assert_eq!(
-        still["result"]["structuredContent"]["rows"][0]["one"], 1,
+        still["result"]["structuredContent"]["rows"][0][0], 1,
         "{still}"
     );
     let status = serve.stop();
