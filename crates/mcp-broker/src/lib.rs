@@ -118,6 +118,8 @@ struct Shared {
     malformed: AtomicU64,
     disconnects: AtomicU64,
     stop: CancellationToken,
+    /// Called after each event of another instance reaches this one's listeners.
+    on_remote: std::sync::Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -127,6 +129,19 @@ impl std::fmt::Debug for Broker {
             .field("channel", &self.shared.channel)
             .field("stats", &self.stats())
             .finish()
+    }
+}
+
+impl Shared {
+    fn remote_event(&self) {
+        let hook = self
+            .on_remote
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(hook) = hook {
+            hook();
+        }
     }
 }
 
@@ -159,6 +174,7 @@ impl Broker {
                 malformed: AtomicU64::new(0),
                 disconnects: AtomicU64::new(0),
                 stop: CancellationToken::new(),
+                on_remote: std::sync::Mutex::new(None),
             }),
         })
     }
@@ -188,6 +204,18 @@ impl Broker {
                 () = supervise(shared, queue, inlet) => {}
             }
         });
+    }
+
+    /// Calls `f` after each event from another instance has reached this instance's listeners
+    /// (and after a resync): for state this instance keeps that such events make stale, such as
+    /// a catalog of tables another instance may have created. `f` runs on the relay's task: keep
+    /// it short (wake a task of your own).
+    pub fn on_remote_event(&self, f: impl Fn() + Send + Sync + 'static) {
+        *self
+            .shared
+            .on_remote
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::new(f));
     }
 
     /// Closes the connection for good.
@@ -346,6 +374,9 @@ async fn supervise(
                     // Events of the others, and ours to them, were lost meanwhile: this
                     // instance's listeners and every other instance's re-read what they follow.
                     inlet.resync();
+                    if let Some(s) = shared.upgrade() {
+                        s.remote_event();
+                    }
                     let asked =
                         tokio::time::timeout(WRITE_TIMEOUT, conn.publish(&inlet.resync_message()))
                             .await;
@@ -419,6 +450,7 @@ async fn serve(
                     match inlet.deliver(&payload) {
                         Ok(Delivery::Delivered) => {
                             s.received.fetch_add(1, Ordering::Relaxed);
+                            s.remote_event();
                         }
                         Ok(_) => {}
                         Err(e) => {

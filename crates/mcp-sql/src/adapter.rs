@@ -316,6 +316,18 @@ impl SqlAdapter {
         Ok(())
     }
 
+    /// Brings the table resources up to date after another instance of the server changed a
+    /// schema (a table created through `execute` there): as
+    /// [`refresh_resources`](Self::refresh_resources), but what changes is told to this
+    /// instance's listeners only, since the instance that made the change told everyone (through
+    /// the server's relay, `mcp_server::relay`).
+    pub async fn catch_up(&self, server: &Server) -> Result<(), SqlError> {
+        for db in &self.inner.databases {
+            refresh_with(db, server, false).await?;
+        }
+        Ok(())
+    }
+
     /// A method as a tool handler: a closure over the adapter that takes the context and the
     /// typed arguments. (A closure rather than `State<..>`: two adapters may serve one server.)
     fn handler<A, F, Fut>(
@@ -727,6 +739,12 @@ fn table_reader(
 
 /// Re-reads a database's catalog and brings its table resources on `server` up to date.
 async fn refresh(db: &Database, server: &Server) -> Result<(), SqlError> {
+    refresh_with(db, server, true).await
+}
+
+/// [`refresh`], with the changes told to the other instances through the server's relay
+/// (`relay`) or to this instance's listeners only.
+async fn refresh_with(db: &Database, server: &Server, relay: bool) -> Result<(), SqlError> {
     let cancel = CancellationToken::new();
     let mut registered = db.inner.registered.lock().await;
     let tables = db
@@ -735,8 +753,22 @@ async fn refresh(db: &Database, server: &Server) -> Result<(), SqlError> {
         .tables(db.config().limits, &cancel)
         .await
         .map_err(|e| catalog_error(db, &e))?;
+    if relay {
+        apply_catalog(db, server, &mut registered, &tables)
+    } else {
+        mcp_server::relay::locally(|| apply_catalog(db, server, &mut registered, &tables))
+    }
+}
+
+/// Registers new tables, removes dropped ones and notifies changed ones, against `registered`.
+fn apply_catalog(
+    db: &Database,
+    server: &Server,
+    registered: &mut std::collections::BTreeMap<String, String>,
+    tables: &[CatalogEntry],
+) -> Result<(), SqlError> {
     let mut now = std::collections::BTreeMap::new();
-    for t in &tables {
+    for t in tables {
         now.insert(db.table_uri(&t.schema, &t.name), t);
     }
     let gone: Vec<String> = registered

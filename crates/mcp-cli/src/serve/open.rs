@@ -186,6 +186,9 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
     };
     let server = builder.build().context("building the server")?;
     if let Some(broker) = &broker {
+        if let Some(sql) = &sql {
+            catch_up_on_remote_changes(broker, sql, &server);
+        }
         broker.start(server.relay_inlet());
         // Serving starts either way: while the broker is unreachable, listeners miss the other
         // instances' changes (and readiness says so), and the connection keeps being retried.
@@ -219,6 +222,30 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
         broker,
         _watcher: watcher,
     })
+}
+
+/// When another instance's change arrives (it may have created or altered a table), re-reads the
+/// catalogs, at most every 200 ms, so that this instance lists the same tables; what that changes
+/// is told to this instance's listeners only, since the other instance told everyone.
+fn catch_up_on_remote_changes(broker: &mcp_broker::Broker, sql: &SqlAdapter, server: &Server) {
+    let wake = std::sync::Arc::new(tokio::sync::Notify::new());
+    let waker = wake.clone();
+    broker.on_remote_event(move || waker.notify_one());
+    let (sql, server) = (sql.clone(), server.clone());
+    tokio::spawn(async move {
+        let stop = server.shutdown_token();
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = wake.notified() => {}
+            }
+            // Changes come in bursts: one catalog read for the burst.
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            if let Err(e) = sql.catch_up(&server).await {
+                tracing::warn!(error = %e, "re-reading the catalog after another instance's change");
+            }
+        }
+    });
 }
 
 /// The broker connection in the metrics: whether it is up, and its counts.

@@ -364,6 +364,24 @@ fn three_instances_behind_haproxy_share_state_and_notifications_and_survive_a_ki
         heard["method"], "notifications/resources/list_changed",
         "{heard}"
     );
+    // And a re-reads its catalog, so that it lists the table too.
+    wait_for(
+        "a lists the table c created",
+        Duration::from_secs(5),
+        || {
+            let list = super::support::post(
+                &a.url,
+                "resources/list",
+                None,
+                json!({"_meta": meta(false)}),
+            );
+            list["result"]["resources"]
+                .as_array()
+                .expect("resources")
+                .iter()
+                .any(|r| r["uri"].as_str().is_some_and(|u| u.ends_with("/visits")))
+        },
+    );
 
     // SIGKILL b mid-load: at most the calls in flight on it fail; haproxy marks it down.
     let connections = 8;
