@@ -8,6 +8,8 @@ mod bench;
 mod client;
 mod flags;
 mod logging;
+#[cfg(feature = "otel")]
+mod otel;
 mod serve;
 
 /// The mcp-rs command line: ready-to-run Model Context Protocol servers (2026-07-28), and a client

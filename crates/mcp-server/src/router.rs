@@ -504,8 +504,22 @@ impl Server {
         }
     }
 
-    /// Serves a prepared request.
-    pub async fn dispatch(&self, req: Prepared<'_>, mut io: RequestIo<'_>) -> Reply {
+    /// Serves a prepared request, in a span of its own ([`observe::trace`](crate::observe::trace))
+    /// when a subscriber wants one.
+    pub async fn dispatch(&self, req: Prepared<'_>, io: RequestIo<'_>) -> Reply {
+        let span = crate::observe::trace::request_span(&req);
+        if span.is_disabled() {
+            return self.dispatch_here(req, io).await;
+        }
+        let reply =
+            tracing::Instrument::instrument(self.dispatch_here(req, io), span.clone()).await;
+        if let Reply::Message(m) = &reply {
+            crate::observe::trace::record_outcome(&span, m.outcome);
+        }
+        reply
+    }
+
+    async fn dispatch_here(&self, req: Prepared<'_>, mut io: RequestIo<'_>) -> Reply {
         if let Some(probe) = io.probe_mut() {
             probe.set_request(&req.id, &req.method);
             probe.capture_arguments(&req.method, req.params.as_deref());

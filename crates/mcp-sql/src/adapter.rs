@@ -51,6 +51,8 @@ struct Inner {
     approvals: Approvals,
     /// How long `query` and `execute` run before they become tasks; `None`: never.
     task_after: Option<Duration>,
+    /// Whether statement spans carry the SQL text (`db.query.text`).
+    statement_text: bool,
 }
 
 impl std::fmt::Debug for SqlAdapter {
@@ -59,6 +61,23 @@ impl std::fmt::Debug for SqlAdapter {
             .field("databases", &self.inner.databases)
             .finish_non_exhaustive()
     }
+}
+
+/// The span of one statement: a child of the request's span, disabled unless a subscriber wants it.
+fn statement_span(db: &Database, operation: &str, sql: &str, with_text: bool) -> tracing::Span {
+    let span = tracing::info_span!(
+        target: "mcp::trace::sql",
+        "sql.statement",
+        db.system.name = db.inner.engine.system_name(),
+        db.namespace = db.name(),
+        db.operation.name = operation,
+        db.query.text = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+    );
+    if with_text && !span.is_disabled() {
+        span.record("db.query.text", sql);
+    }
+    span
 }
 
 /// A tool's answer: structured content and the text the model reads.
@@ -87,6 +106,7 @@ impl SqlAdapter {
                 databases,
                 approvals: Approvals::Local(UsedApprovals::new(MAX_USED_APPROVALS)),
                 task_after: None,
+                statement_text: false,
             }),
         })
     }
@@ -154,6 +174,25 @@ impl SqlAdapter {
         self
     }
 
+    /// Puts each statement's SQL text in its span (`db.query.text`) for distributed tracing; off by
+    /// default, since statements may hold user data (the same rule as logging call arguments).
+    ///
+    /// Every `query` and `execute` runs in a span of target `mcp::trace::sql` named
+    /// `sql.statement`, a child of the request's span (`mcp_server::observe::trace`), with
+    /// `db.system.name`, `db.namespace` (the database's name), `db.operation.name` (`query` or
+    /// `execute`) and, when it failed, `error.type`.
+    ///
+    /// # Panics
+    ///
+    /// If this adapter has been registered already (it is shared with the server then).
+    #[must_use]
+    pub fn statement_text_in_traces(mut self, on: bool) -> SqlAdapter {
+        Arc::get_mut(&mut self.inner)
+            .expect("statement_text_in_traces is set before the adapter is registered")
+            .statement_text = on;
+        self
+    }
+
     /// The tool definition of `query` or `execute`, with the task policy.
     fn long_tool(&self, tool: Scoped<mcp_types::Tool>) -> ToolDef {
         let def = ToolDef::from(tool);
@@ -173,6 +212,7 @@ impl SqlAdapter {
                 databases: self.inner.databases.clone(),
                 approvals,
                 task_after: self.inner.task_after,
+                statement_text: self.inner.statement_text,
             }),
         }
     }
@@ -450,12 +490,13 @@ impl SqlAdapter {
         }
         let cancel = ctx.cancellation_token();
         let started = Instant::now();
-        match db
-            .inner
-            .engine
-            .query(args.sql, params, limits, &cancel)
-            .await
-        {
+        let span = statement_span(db, tools::QUERY, &args.sql, inner.statement_text);
+        let ran = db.inner.engine.query(args.sql, params, limits, &cancel);
+        let ran = tracing::Instrument::instrument(ran, span.clone()).await;
+        if let Err(e) = &ran {
+            span.record("error.type", e.kind());
+        }
+        match ran {
             Ok(rows) => Ok(rows_result(db, rows, started, limits.max_rows, false)),
             Err(e) => Ok(CallToolResult::error(
                 e.message(tools::QUERY, db.allows_write()),
@@ -509,11 +550,12 @@ impl SqlAdapter {
         let cancel = ctx.cancellation_token();
         let started = Instant::now();
         let limits = db.config().limits;
-        let outcome = db
-            .inner
-            .engine
-            .execute(args.sql, params, limits, &cancel)
-            .await;
+        let span = statement_span(db, tools::EXECUTE, &args.sql, inner.statement_text);
+        let ran = db.inner.engine.execute(args.sql, params, limits, &cancel);
+        let outcome = tracing::Instrument::instrument(ran, span.clone()).await;
+        if let Err(e) = &outcome {
+            span.record("error.type", e.kind());
+        }
         match outcome {
             Ok(rows) => {
                 // Tables may have been created, dropped or altered.

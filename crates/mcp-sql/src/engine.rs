@@ -144,6 +144,24 @@ impl Engine {
         }
     }
 
+    /// The engine as OpenTelemetry names it (`db.system.name`).
+    pub(crate) fn system_name(&self) -> &'static str {
+        match *self {
+            #[cfg(feature = "sqlite")]
+            Engine::Sqlite(_) => "sqlite",
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(_) => "postgresql",
+            #[cfg(feature = "mysql")]
+            Engine::Mysql(ref db) => {
+                if db.label() == "MariaDB" {
+                    "mariadb"
+                } else {
+                    "mysql"
+                }
+            }
+        }
+    }
+
     /// The connection pools' state.
     pub(crate) fn pools(&self) -> Vec<PoolStats> {
         match *self {

@@ -162,6 +162,22 @@ pub(crate) enum ExecError {
 }
 
 impl ExecError {
+    /// A short name of the kind of failure, for traces (`error.type`).
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            ExecError::ReadOnly(_) => "read_only",
+            ExecError::Refused(_) => "refused",
+            ExecError::MultipleStatements => "multiple_statements",
+            ExecError::Empty => "empty",
+            ExecError::Sql(_) => "sql_error",
+            ExecError::TooBig(_) => "too_big",
+            ExecError::Busy { .. } => "busy",
+            ExecError::Timeout(_) => "timeout",
+            ExecError::Cancelled => "cancelled",
+            ExecError::Unavailable(_) => "unavailable",
+        }
+    }
+
     /// The message shown to the model. `writes` says whether `execute` exists for this database,
     /// so a refused read can point at it.
     pub(crate) fn message(&self, tool: &str, writes: bool) -> String {

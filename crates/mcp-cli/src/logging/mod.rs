@@ -27,6 +27,22 @@ pub(crate) enum LogFormat {
 /// Installs the global subscriber: `MCP_LOG` when it is set and valid, else `default_filter`. An
 /// invalid `MCP_LOG` is reported (as a warning, once the subscriber is there) and not used.
 pub(crate) fn init(default_filter: &str, format: LogFormat) {
+    init_with(
+        default_filter,
+        format,
+        None::<tracing_subscriber::layer::Identity>,
+    );
+}
+
+/// [`init`], with `traces` beside the log lines: a layer that sees only the spans of target
+/// `mcp::trace` (requests and SQL statements, for OpenTelemetry), which are never log lines.
+pub(crate) fn init_with<L>(default_filter: &str, format: LogFormat, traces: Option<L>)
+where
+    L: tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync + 'static,
+{
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+
     let (filter, invalid) = match std::env::var(FILTER_VAR) {
         Ok(text) if !text.trim().is_empty() => match EnvFilter::try_new(&text) {
             Ok(filter) => (filter, None),
@@ -34,30 +50,36 @@ pub(crate) fn init(default_filter: &str, format: LogFormat) {
         },
         _ => (EnvFilter::new(default_filter), None),
     };
+    let filter = filter.add_directive("mcp::trace=off".parse().expect("a valid directive"));
+    let traces = traces.map(|layer| {
+        layer.with_filter(
+            tracing_subscriber::filter::Targets::new()
+                .with_target("mcp::trace", tracing::Level::INFO),
+        )
+    });
+    let registry = tracing_subscriber::registry().with(traces);
     match format {
         LogFormat::Text => {
             // Colour only on a terminal (and not under NO_COLOR): logs redirected to a file or a
             // journal stay plain text.
             let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
                 && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-            let subscriber = tracing_subscriber::fmt()
+            let lines = tracing_subscriber::fmt::layer()
                 .with_writer(std::io::stderr)
                 .with_ansi(ansi)
-                .with_env_filter(filter)
-                .finish();
-            tracing::subscriber::set_global_default(subscriber)
+                .with_filter(filter);
+            tracing::subscriber::set_global_default(registry.with(lines))
                 .expect("the log subscriber is installed once");
         }
         LogFormat::Json => {
-            let subscriber = tracing_subscriber::fmt()
+            let lines = tracing_subscriber::fmt::layer()
                 .json()
                 .flatten_event(true)
                 .with_current_span(false)
                 .with_span_list(false)
                 .with_writer(std::io::stderr)
-                .with_env_filter(filter)
-                .finish();
-            tracing::subscriber::set_global_default(subscriber)
+                .with_filter(filter);
+            tracing::subscriber::set_global_default(registry.with(lines))
                 .expect("the log subscriber is installed once");
         }
     }

@@ -234,6 +234,8 @@ pub(crate) struct ObservabilitySection {
     pub metrics_path: Option<String>,
     /// A socket address of their own, checked after parsing so the message can quote it.
     pub metrics_addr: Option<String>,
+    /// An OpenTelemetry collector's OTLP/HTTP base URL, where traces are sent.
+    pub otlp_endpoint: Option<String>,
 }
 
 /// A duration written as seconds (`30`, `1.5`) or with a unit (`"500ms"`, `"30s"`, `"2m"`, `"1h"`).

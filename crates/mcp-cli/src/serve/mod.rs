@@ -282,6 +282,13 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "ADDR", value_parser = flags::listen_addr)]
     metrics_addr: Option<SocketAddr>,
 
+    /// Send traces (a span per request, with the client's W3C trace context, and a span per SQL
+    /// statement under it) to this OpenTelemetry collector, with OTLP over HTTP (JSON), e.g.
+    /// http://127.0.0.1:4318 [default: OTEL_EXPORTER_OTLP_ENDPOINT, else none]. SQL text is in the
+    /// spans only with --log-arguments.
+    #[arg(long, value_name = "URL")]
+    otlp_endpoint: Option<String>,
+
     #[command(flatten)]
     auth: auth::AuthArgs,
 }
@@ -369,6 +376,21 @@ fn init_logging(settings: &Settings) {
     } else {
         "info".to_owned()
     };
+    #[cfg(feature = "otel")]
+    match &settings.otlp {
+        Some((url, _)) => {
+            let service = std::env::var("OTEL_SERVICE_NAME")
+                .ok()
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| settings.name.clone());
+            let (layer, exporter) = crate::otel::pipeline(url, &service);
+            logging::init_with(&default_filter, settings.log_format, Some(layer));
+            tokio::spawn(crate::otel::run_exporter(exporter));
+            tracing::info!("sending traces to {url} as service {service}");
+        }
+        None => logging::init(&default_filter, settings.log_format),
+    }
+    #[cfg(not(feature = "otel"))]
     logging::init(&default_filter, settings.log_format);
     if let Some(key) = settings.log_arguments
         && !tracing::enabled!(target: LOG_TARGET, tracing::Level::DEBUG)

@@ -73,7 +73,9 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
     } else {
         let adapter = SqlAdapter::new(databases)
             .context("setting up the SQL adapter")?
-            .tasks_after(settings.task_after);
+            .tasks_after(settings.task_after)
+            // Statement text in trace spans follows the rule for logged arguments.
+            .statement_text_in_traces(settings.log_arguments.is_some());
         match (&settings.approval_ledger, &settings.approvals_file) {
             (Some((url, key)), _) => Some(
                 adapter

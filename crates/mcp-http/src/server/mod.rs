@@ -283,6 +283,27 @@ impl McpService {
         // If the client goes away, this future is dropped with the probe in it, which reports the
         // request as cancelled.
         let mut probe = self.inner.server.probe(Transport::Http);
+        // W3C trace context in the headers: the request's span continues it, unless its `_meta`
+        // carries one (mcp_server::observe::trace).
+        if let Some(parent) = parts.headers.get("traceparent")
+            && let Ok(parent) = parent.to_str()
+        {
+            let state = parts
+                .headers
+                .get("tracestate")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            let span = tracing::info_span!(
+                target: "mcp::trace",
+                "mcp.trace_context",
+                traceparent = parent,
+                tracestate = state,
+            );
+            if !span.is_disabled() {
+                let serving = self.serve_mcp(&mut probe, parts, body);
+                return tracing::Instrument::instrument(serving, span).await;
+            }
+        }
         self.serve_mcp(&mut probe, parts, body).await
     }
 

@@ -30,6 +30,7 @@ mod connections;
 mod log;
 mod metrics;
 mod probe;
+pub mod trace;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -118,6 +118,12 @@ pub(crate) struct Settings {
     pub log_arguments: Option<&'static str>,
     /// `GET /metrics`, when on.
     pub metrics: Option<MetricsSettings>,
+    /// Where traces go (an OTLP/HTTP base URL), and the flag, key or variable that said so.
+    #[cfg_attr(
+        not(feature = "otel"),
+        allow(dead_code, reason = "refused at resolution")
+    )]
+    pub otlp: Option<(String, &'static str)>,
     /// OAuth authorization of the HTTP endpoint, when an issuer is configured.
     pub auth: Option<super::auth::AuthSettings>,
     /// Settings that were given but do not apply, to say so once logging is set up.
@@ -684,6 +690,29 @@ pub(crate) fn resolve(
     };
     let mut notes = Vec::new();
     let metrics = metrics(args, observability, &path, &mut notes)?;
+    let otlp = match (&args.otlp_endpoint, &observability.otlp_endpoint) {
+        (Some(url), _) => Some((url.clone(), "--otlp-endpoint")),
+        (None, Some(url)) => Some((url.clone(), "observability.otlp_endpoint")),
+        (None, None) => env("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .and_then(|v| v.into_string().ok())
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| (v, "OTEL_EXPORTER_OTLP_ENDPOINT")),
+    };
+    if let Some((url, key)) = &otlp {
+        match url::Url::parse(url) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
+            _ => {
+                return Err(format!(
+                    "{key}: expected the collector's OTLP/HTTP base URL, such as http://127.0.0.1:4318, not {url:?}"
+                ));
+            }
+        }
+        if cfg!(not(feature = "otel")) {
+            return Err(format!(
+                "{key}: this mcp was built without the `otel` feature, so it cannot send traces"
+            ));
+        }
+    }
     let tls = match tls {
         Some(files) if args.stdio => {
             notes.push(format!(
@@ -771,6 +800,7 @@ pub(crate) fn resolve(
         fs_limits,
         log_format,
         log_arguments,
+        otlp,
         metrics,
         auth,
         notes,

@@ -22,4 +22,5 @@ mod sqlite;
 pub(crate) mod support;
 mod task_store;
 mod tasks;
+mod traces;
 mod watch;
