@@ -1227,3 +1227,21 @@ fn the_broker_the_shutdown_grace_and_previous_keys_come_from_the_flags_or_the_fi
     let e = resolve_with(&["--path", "/readyz"], None).unwrap_err();
     assert!(e.contains("/readyz is where health is served"), "{e}");
 }
+
+#[test]
+fn the_deployment_guides_configuration_file_is_valid() {
+    let guide = include_str!("../../../../../DEPLOYMENT.md");
+    let block = guide
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("DEPLOYMENT.md has a toml block");
+    let s = resolve_with(&[], Some(block)).unwrap_or_else(|e| panic!("{e}\n{block}"));
+    assert_eq!(s.broker.expect("a broker").url, "nats://10.0.0.5:4222");
+    assert_eq!(s.shutdown_grace, Duration::from_secs(3));
+    assert_eq!(
+        s.otlp.map(|(url, _)| url).as_deref(),
+        Some("http://10.0.0.5:4318")
+    );
+    assert!(s.approval_ledger.is_some() && s.state_key.is_some());
+}
