@@ -204,6 +204,39 @@ impl Listen {
         listen
     }
 
+    /// The next JSON-RPC message within `wait`, if one comes.
+    fn next_within(&mut self, wait: Duration) -> Option<Value> {
+        self.0.get_ref().set_read_timeout(Some(wait)).unwrap();
+        let mut line = String::new();
+        let message = loop {
+            line.clear();
+            match self.0.read_line(&mut line) {
+                Ok(0) => panic!("the listen stream ended"),
+                Ok(_) => {
+                    if let Some(data) = line.trim_end().strip_prefix("data:")
+                        && let Ok(message) = serde_json::from_str::<Value>(data.trim())
+                    {
+                        break Some(message);
+                    }
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    break None;
+                }
+                Err(e) => panic!("reading the listen stream: {e}"),
+            }
+        };
+        self.0
+            .get_ref()
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        message
+    }
+
     /// The next JSON-RPC message on the stream.
     fn next(&mut self) -> Value {
         loop {
@@ -265,6 +298,11 @@ fn three_instances_behind_haproxy_share_state_and_notifications_and_survive_a_ki
     std::fs::write(&key, [7u8; 32]).unwrap();
     std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let channel = format!("mcp.cluster.{}", std::process::id());
+    // One folder every instance serves, as on a shared volume.
+    let root = scratch.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("notes.txt"), "first").unwrap();
+    let root = root.canonicalize().unwrap();
     let db = pg_url(&pg.writer);
     let common: Vec<String> = [
         "--db",
@@ -282,6 +320,8 @@ fn three_instances_behind_haproxy_share_state_and_notifications_and_survive_a_ki
         &channel,
         "--shutdown-grace",
         "1s",
+        "--root",
+        root.to_str().unwrap(),
     ]
     .iter()
     .map(|s| (*s).to_owned())
@@ -461,6 +501,21 @@ fn three_instances_behind_haproxy_share_state_and_notifications_and_survive_a_ki
                 .any(|r| r["uri"].as_str().is_some_and(|u| u.ends_with("/visits")))
         },
     );
+
+    // A file changed in the folder they all serve: each instance sees it itself, and a's listener
+    // hears of it once, not once per instance.
+    let notes = format!("file://{}/notes.txt", root.display());
+    let mut on_notes = Listen::open(&a.url, json!({"resourceSubscriptions": [notes]}));
+    std::fs::write(root.join("notes.txt"), "second").unwrap();
+    let heard = on_notes.next();
+    assert_eq!(
+        heard["method"], "notifications/resources/updated",
+        "{heard}"
+    );
+    assert_eq!(heard["params"]["uri"], notes, "{heard}");
+    if let Some(again) = on_notes.next_within(Duration::from_millis(1500)) {
+        panic!("heard the change twice: {again}");
+    }
 
     // SIGKILL b mid-load: at most the calls in flight on it fail; haproxy marks it down.
     let connections = 8;
