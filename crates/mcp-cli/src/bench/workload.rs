@@ -297,4 +297,43 @@ mod tests {
         assert!(mix("call=1", None, "{}", None, false).is_err());
         assert!(mix("bogus", None, "{}", None, false).is_err());
     }
+
+    #[test]
+    fn calls_mirror_their_tools_declared_arguments_into_headers() {
+        let tools = [
+            json!({"name": "query", "inputSchema": {"type": "object", "properties": {
+                "database": {"type": "string", "x-mcp-header": "Database"},
+                "sql": {"type": "string"},
+            }}}),
+            json!({"name": "other", "inputSchema": {"type": "object"}}),
+        ];
+        let mut workload = mix(
+            "call=1,list=1",
+            Some("query"),
+            r#"{"database": "acme", "sql": "SELECT 1"}"#,
+            None,
+            false,
+        )
+        .unwrap();
+        assert!(workload.calls_tools());
+        workload.mirror(&tools);
+        let first = workload.pick(0);
+        assert_eq!(first.method, "tools/call");
+        let headers: Vec<(String, String)> = first
+            .param_headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap().to_owned()))
+            .collect();
+        assert_eq!(
+            headers,
+            [("mcp-param-database".to_owned(), "acme".to_owned())]
+        );
+        assert!(workload.pick(1).param_headers.is_empty());
+
+        // A tool the server does not list gets no headers; a list-only workload calls nothing.
+        let mut unknown = Workload::single(call("missing", "{}", false).unwrap());
+        unknown.mirror(&tools);
+        assert!(unknown.pick(0).param_headers.is_empty());
+        assert!(!Workload::single(list_tools(false).unwrap()).calls_tools());
+    }
 }
