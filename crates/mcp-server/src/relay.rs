@@ -239,6 +239,32 @@ mod tests {
             let heard = b_rx.try_recv().unwrap();
             assert_eq!(format!("{heard:?}"), format!("{event:?}"));
         }
+        // A task's change crosses with its owner and every detail.
+        let task: mcp_types::DetailedTask = serde_json::from_value(serde_json::json!({
+            "taskId": "0123456789abcdef0123456789abcdef",
+            "status": "completed",
+            "createdAt": "2026-12-04T19:00:00Z",
+            "lastUpdatedAt": "2026-12-04T19:00:01Z",
+            "ttlMs": 60000,
+            "result": {"content": [{"type": "text", "text": "done"}]},
+        }))
+        .unwrap();
+        let notice = HubEvent::TaskChanged(Arc::new(TaskNotice {
+            id: "0123456789abcdef0123456789abcdef".into(),
+            owner: "alice".into(),
+            task: task.clone(),
+        }));
+        assert_eq!(
+            b.deliver(&encode(a.origin(), &notice).unwrap()).unwrap(),
+            Delivery::Delivered
+        );
+        let HubEvent::TaskChanged(heard) = b_rx.try_recv().unwrap() else {
+            panic!("expected a task notice")
+        };
+        assert_eq!(heard.id, "0123456789abcdef0123456789abcdef");
+        assert_eq!(heard.owner, "alice");
+        assert_eq!(heard.task, task);
+
         // A local resync stays local; the one a relay sends on reconnection reaches the others.
         assert!(encode(a.origin(), &HubEvent::Resync).is_none());
         b.resync();
