@@ -99,6 +99,21 @@ def svg_chart(rows, path):
         f.write("\n".join(out) + "\n")
 
 
+def keep_sql_section(md_path, document):
+    """`document` with the section that scripts/compare-sql-servers wrote into the old file kept."""
+    from sql_compare import SECTION, replace_section
+    try:
+        with open(md_path) as f:
+            old = f.read().splitlines(keepends=True)
+    except FileNotFoundError:
+        return document
+    start = next((i for i, line in enumerate(old) if line.rstrip("\n") == SECTION), None)
+    if start is None:
+        return document
+    end = next((i for i in range(start + 1, len(old)) if old[i].startswith("## ")), len(old))
+    return replace_section(document, "".join(old[start:end]))
+
+
 def main():
     out_dir, md_path, svg_path, rounds, duration, pinned, cpus, cpu_model = sys.argv[1:9]
     runs = load(out_dir)
@@ -355,7 +370,7 @@ def main():
             lines.append(f"| `{name.replace('_', '/', 1)}` | {text} | {shown} |")
         lines.append("")
     with open(md_path, "w") as f:
-        f.write("\n".join(lines) + "\n")
+        f.write(keep_sql_section(md_path, "\n".join(lines) + "\n"))
     svg_chart(chart_rows, svg_path)
     print("\n".join(lines[lines.index("| setting | server | req/s | p50 ms | p99 ms | errors |"):]))
 
