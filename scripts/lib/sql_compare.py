@@ -495,7 +495,7 @@ def cmd_superuser(args):
         if not entry.get("started"):
             with open(os.path.join(args.work, f"{server['name']}-superuser.stderr"), errors="replace") as f:
                 lines = [l.strip() for l in f if l.strip()]
-            entry["text"] = lines[-1][:300] if lines else entry["text"]
+            entry["text"] = lines[-1][:1000] if lines else entry["text"]
         entry["program_ran"] = os.path.exists(marker)
         results[server["name"]] = entry
         print(f"   superuser: {server['name']}: {entry}", file=sys.stderr, flush=True)
@@ -675,8 +675,8 @@ def report_notes(bypass, meta, runs=None):
             "text, answers, and sends `ROLLBACK` after the answer, on a pool of 10 connections; `mcp serve` "
             "starts the read-only transaction, sets its time limits, prepares the statement, fetches through "
             "a portal at most the row limit, rolls back and resets the session state before the connection "
-            "serves again, on a pool of 4 (`connections`): more round trips to the database per call, each "
-            "one the price of a guarantee above.")
+            "serves again, on a pool of 4 (`connections`): more round trips to the database per call, the "
+            "cost of the isolation and the limits above.")
     notes.append(
         "Cold start: server-postgres connects to the database only at the first call, while `mcp serve` "
         "connects and checks the role's privileges before it answers `initialize`; \"start to first query\" "
@@ -750,7 +750,9 @@ def cmd_report(args):
         L.append("")
         bypassed = {n: [cid for cid, r in bypass.get(n, {}).items() if r["bypassed"] and r["kind"] == "write"]
                     for n in names}
-        summary = "; ".join(f"{label[n]}: {len(v)} write bypass(es)" + (f" ({', '.join(v)})" if v else "")
+        what_of = {c[0]: c[1] for c in CASES}
+        summary = "; ".join(f"{label[n]}: " + (f"{len(v)} of them (" + ", ".join(what_of[c] for c in v) + ")"
+                                                if v else "none")
                             for n, v in bypassed.items())
         L.append(f"Writes that persisted through the read tool: {summary}.")
         L.append("")
@@ -761,7 +763,7 @@ def cmd_report(args):
         L.append("| server | starts as a superuser | the program ran on the database host |")
         L.append("|---|---|---|")
         for n, e in superuser.items():
-            started = "yes" if e.get("started") else f"no: `{first_line(e.get('text', ''), 160)}`"
+            started = "yes" if e.get("started") else f"no: `{first_line(e.get('text', '').split(';')[0], 300)}`"
             ran = "**yes**" if e.get("program_ran") else "no"
             L.append(f"| {label.get(n, n)} | {started} | {ran} |")
         L.append("")
