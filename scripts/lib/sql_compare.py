@@ -868,6 +868,8 @@ def main():
     p.add_argument("benchmarks")
     p.add_argument("meta")
     args = parser.parse_args()
+    # Stopped by the script's cleanup: unwind, so that every server started here is closed.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.command == "fixture-pg":
         restore_pg(args.admin_url, args.owner)
     elif args.command == "fixture-sqlite":
