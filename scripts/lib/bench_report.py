@@ -99,19 +99,23 @@ def svg_chart(rows, path):
         f.write("\n".join(out) + "\n")
 
 
-def keep_sql_section(md_path, document):
-    """`document` with the section that scripts/compare-sql-servers wrote into the old file kept."""
-    from sql_compare import SECTION, replace_section
+def keep_other_sections(md_path, document):
+    """`document` with the `## ` sections of the old file that it does not write itself appended:
+    those of the other scripts (compare-sql-servers, bench-cluster), which each replace their own."""
     try:
         with open(md_path) as f:
             old = f.read().splitlines(keepends=True)
     except FileNotFoundError:
         return document
-    start = next((i for i, line in enumerate(old) if line.rstrip("\n") == SECTION), None)
-    if start is None:
+    ours = {line.rstrip("\n") for line in document.splitlines() if line.startswith("## ")}
+    starts = [i for i, line in enumerate(old) if line.startswith("## ")] + [len(old)]
+    kept = []
+    for a, b in zip(starts, starts[1:]):
+        if old[a].rstrip("\n") not in ours:
+            kept.append("".join(old[a:b]).rstrip("\n") + "\n")
+    if not kept:
         return document
-    end = next((i for i in range(start + 1, len(old)) if old[i].startswith("## ")), len(old))
-    return replace_section(document, "".join(old[start:end]))
+    return document.rstrip("\n") + "\n\n" + "\n".join(kept)
 
 
 def main():
@@ -370,7 +374,7 @@ def main():
             lines.append(f"| `{name.replace('_', '/', 1)}` | {text} | {shown} |")
         lines.append("")
     with open(md_path, "w") as f:
-        f.write(keep_sql_section(md_path, "\n".join(lines) + "\n"))
+        f.write(keep_other_sections(md_path, "\n".join(lines) + "\n"))
     svg_chart(chart_rows, svg_path)
     print("\n".join(lines[lines.index("| setting | server | req/s | p50 ms | p99 ms | errors |"):]))
 

@@ -33,18 +33,20 @@ class ReplaceSection(unittest.TestCase):
         self.assertEqual(sc.replace_section(once, sc.SECTION + "\n\ns\n"), once)
 
 
-class BenchCompareKeepsTheSection(unittest.TestCase):
-    def test_rewritten_file_keeps_the_section(self):
+class BenchCompareKeepsOtherSections(unittest.TestCase):
+    def test_rewritten_file_keeps_the_sections_it_does_not_write(self):
         import tempfile
         import bench_report
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "BENCHMARKS.md")
             with open(path, "w") as f:
-                f.write("# B\n\n## X\n\nold\n\n" + sc.SECTION + "\n\nsql\n\n### Sub\n\nmore\n\n## Micro\n\nm\n")
-            out = bench_report.keep_sql_section(path, "# B\n\n## X\n\nnew\n")
-            self.assertEqual(out, "# B\n\n## X\n\nnew\n\n" + sc.SECTION + "\n\nsql\n\n### Sub\n\nmore\n")
+                f.write("# B\n\n## X\n\nold\n\n" + sc.SECTION + "\n\nsql\n\n### Sub\n\nmore\n\n"
+                        "## Several instances\n\nc\n\n## Micro\n\nm\n")
+            out = bench_report.keep_other_sections(path, "# B\n\n## X\n\nnew\n\n## Micro\n\nm2\n")
+            self.assertEqual(out, "# B\n\n## X\n\nnew\n\n## Micro\n\nm2\n\n" + sc.SECTION
+                             + "\n\nsql\n\n### Sub\n\nmore\n\n## Several instances\n\nc\n")
             os.unlink(path)
-            self.assertEqual(bench_report.keep_sql_section(path, "# B\n"), "# B\n")
+            self.assertEqual(bench_report.keep_other_sections(path, "# B\n"), "# B\n")
 
 
 class Changes(unittest.TestCase):
