@@ -99,6 +99,25 @@ def svg_chart(rows, path):
         f.write("\n".join(out) + "\n")
 
 
+def keep_other_sections(md_path, document):
+    """`document` with the `## ` sections of the old file that it does not write itself appended:
+    those of the other scripts (compare-sql-servers, bench-cluster), which each replace their own."""
+    try:
+        with open(md_path) as f:
+            old = f.read().splitlines(keepends=True)
+    except FileNotFoundError:
+        return document
+    ours = {line.rstrip("\n") for line in document.splitlines() if line.startswith("## ")}
+    starts = [i for i, line in enumerate(old) if line.startswith("## ")] + [len(old)]
+    kept = []
+    for a, b in zip(starts, starts[1:]):
+        if old[a].rstrip("\n") not in ours:
+            kept.append("".join(old[a:b]).rstrip("\n") + "\n")
+    if not kept:
+        return document
+    return document.rstrip("\n") + "\n\n" + "\n".join(kept)
+
+
 def main():
     out_dir, md_path, svg_path, rounds, duration, pinned, cpus, cpu_model = sys.argv[1:9]
     runs = load(out_dir)
@@ -355,7 +374,7 @@ def main():
             lines.append(f"| `{name.replace('_', '/', 1)}` | {text} | {shown} |")
         lines.append("")
     with open(md_path, "w") as f:
-        f.write("\n".join(lines) + "\n")
+        f.write(keep_other_sections(md_path, "\n".join(lines) + "\n"))
     svg_chart(chart_rows, svg_path)
     print("\n".join(lines[lines.index("| setting | server | req/s | p50 ms | p99 ms | errors |"):]))
 

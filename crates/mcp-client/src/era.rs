@@ -33,7 +33,12 @@ use crate::transport::Reply;
 pub const MODERN_VERSIONS: &[&str] = &[mcp_types::LATEST_PROTOCOL_VERSION];
 
 /// The legacy revisions this client speaks, preferred first; it offers the first in `initialize`.
-pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+///
+/// 2024-11-05 is accepted when a server answers with it: servers built on the first SDKs know no
+/// other (the archived reference servers among them, such as `@modelcontextprotocol/server-postgres`),
+/// and over stdio that revision differs from 2025-03-26 in nothing this client relies on. Its HTTP
+/// transport (HTTP+SSE) is not spoken, so over HTTP such a server fails before `initialize`.
+pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
 /// Which protocol era the server speaks, and the revision in use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -491,13 +496,29 @@ mod tests {
             "legacy".to_owned()
         );
         assert_eq!(discover.ttl_ms, None);
+        // The first SDKs' servers know only 2024-11-05: accepted.
         let raw = serde_json::value::to_raw_value(&json!({
             "protocolVersion": "2024-11-05", "capabilities": {}, "serverInfo": {"name": "old", "version": "0"}
         }))
         .unwrap();
-        assert!(matches!(
-            from_initialize(&raw),
-            Err(Error::UnsupportedVersion { .. })
-        ));
+        let (version, _) = from_initialize(&raw).unwrap();
+        assert_eq!(version, "2024-11-05");
+        // Anything older, or unknown, is not.
+        for unknown in ["2024-10-07", "2025-01-01", "1.0"] {
+            let raw = serde_json::value::to_raw_value(&json!({
+                "protocolVersion": unknown, "capabilities": {}, "serverInfo": {"name": "old", "version": "0"}
+            }))
+            .unwrap();
+            assert!(matches!(
+                from_initialize(&raw),
+                Err(Error::UnsupportedVersion { .. })
+            ));
+        }
+        // What is offered stays the newest.
+        let params = initialize_params(
+            &Implementation::new("c", "1"),
+            &mcp_types::ClientCapabilities::default(),
+        );
+        assert_eq!(params["protocolVersion"], "2025-11-25");
     }
 }

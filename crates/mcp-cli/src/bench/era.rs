@@ -278,6 +278,12 @@ mod tests {
             INITIALIZE_ID,
         );
         assert_eq!(initialized(&ok).unwrap(), "2025-06-18");
+        // The first SDKs' servers (the archived reference servers) answer 2024-11-05.
+        let first_sdk = answer(
+            r#""result":{"protocolVersion":"2024-11-05","capabilities":{},"serverInfo":{"name":"x","version":"1"}}"#,
+            INITIALIZE_ID,
+        );
+        assert_eq!(initialized(&first_sdk).unwrap(), "2024-11-05");
         let modern = answer(
             r#""result":{"protocolVersion":"2026-07-28"}"#,
             INITIALIZE_ID,
