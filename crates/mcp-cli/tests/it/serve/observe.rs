@@ -356,7 +356,7 @@ fn one_log_line_per_request_and_no_header_value_in_it() {
     let bearer = format!("Bearer {TOKEN_SECRET}");
     let secrets = [
         ("Authorization", bearer.as_str()),
-        ("Mcp-Param-Database", PARAM_SECRET),
+        ("Mcp-Param-Tenant", PARAM_SECRET),
         ("Mcp-Param-Sql", PARAM_SECRET),
     ];
 
