@@ -1237,7 +1237,7 @@ fn the_deployment_guides_configuration_file_is_valid() {
         .and_then(|rest| rest.split("```").next())
         .expect("DEPLOYMENT.md has a toml block");
     let s = resolve_with(&[], Some(block)).unwrap_or_else(|e| panic!("{e}\n{block}"));
-    assert_eq!(s.broker.expect("a broker").url, "nats://10.0.0.5:4222");
+    assert_eq!(s.broker.expect("a broker").url, "redis://10.0.0.5:6379");
     assert_eq!(s.shutdown_grace, Duration::from_secs(3));
     assert_eq!(
         s.otlp.map(|(url, _)| url).as_deref(),
