@@ -9,10 +9,9 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
 use mcp_broker::Broker;
+use mcp_server::Server;
 use mcp_server::transport::{ListenStream, Reply, RequestIo};
-use mcp_server::{Principal, Server};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 async fn instance(url: &str, channel: &str) -> (Server, Broker) {
     let broker = Broker::new(url, channel).expect("a broker URL");
@@ -41,14 +40,7 @@ async fn listen(server: &Server) -> ListenStream {
         },
     })
     .to_string();
-    let io = RequestIo {
-        principal: Principal::anonymous(),
-        cancel: CancellationToken::new(),
-        sink: None,
-        guard: None,
-        close: None,
-        probe: None,
-    };
+    let io = RequestIo::plain(server);
     let Some(Reply::Listen(mut stream)) = server.handle(request.as_bytes(), io).await else {
         panic!("expected a listen stream")
     };

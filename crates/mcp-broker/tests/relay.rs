@@ -9,10 +9,9 @@ use std::time::Duration;
 
 use futures_util::StreamExt as _;
 use mcp_broker::Broker;
+use mcp_server::Server;
 use mcp_server::transport::{ListenStream, Reply, RequestIo};
-use mcp_server::{Principal, Server};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 const NATS: &str = "nats://127.0.0.1:4222";
 const REDIS: &str = "redis://127.0.0.1:6379";
@@ -48,17 +47,6 @@ async fn instance(url: &str, channel: &str) -> Instance {
     Instance { server, broker }
 }
 
-fn io() -> RequestIo<'static> {
-    RequestIo {
-        principal: Principal::anonymous(),
-        cancel: CancellationToken::new(),
-        sink: None,
-        guard: None,
-        close: None,
-        probe: None,
-    }
-}
-
 async fn listen(server: &Server, notifications: Value) -> ListenStream {
     let request = json!({
         "jsonrpc": "2.0",
@@ -73,7 +61,10 @@ async fn listen(server: &Server, notifications: Value) -> ListenStream {
         },
     })
     .to_string();
-    let Some(Reply::Listen(mut stream)) = server.handle(request.as_bytes(), io()).await else {
+    let Some(Reply::Listen(mut stream)) = server
+        .handle(request.as_bytes(), RequestIo::plain(server))
+        .await
+    else {
         panic!("expected a listen stream")
     };
     let ack = next(&mut stream).await;
