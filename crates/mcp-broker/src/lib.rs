@@ -157,8 +157,7 @@ impl Broker {
     /// the same for every instance of one server and different for unrelated servers sharing the
     /// broker. Nothing connects until [`start`](Self::start).
     pub fn new(url: &str, channel: &str) -> Result<Broker, BrokerError> {
-        let target = Target::parse(url)?;
-        check_channel(target.kind, channel)?;
+        let target = checked(url, channel)?;
         let (queue, pending) = mpsc::channel(QUEUE);
         Ok(Broker {
             shared: Arc::new(Shared {
@@ -177,6 +176,12 @@ impl Broker {
                 on_remote: std::sync::Mutex::new(None),
             }),
         })
+    }
+
+    /// Whether [`new`](Self::new) would take `url` and `channel`, without making anything: for
+    /// checking settings before the runtime starts.
+    pub fn check(url: &str, channel: &str) -> Result<(), BrokerError> {
+        checked(url, channel).map(drop)
     }
 
     /// Connects, in a task of the current Tokio runtime, and keeps the connection until the last
@@ -277,6 +282,12 @@ impl Relay for Broker {
             self.shared.lost.fetch_add(1, Ordering::Relaxed);
         }
     }
+}
+
+fn checked(url: &str, channel: &str) -> Result<Target, BrokerError> {
+    let target = Target::parse(url)?;
+    check_channel(target.kind, channel)?;
+    Ok(target)
 }
 
 /// A NATS subject (tokens of letters, digits, `_` and `-` between dots; no wildcards) or a Redis

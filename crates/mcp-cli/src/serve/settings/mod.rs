@@ -428,7 +428,7 @@ pub(crate) fn resolve(
                 (None, None) => (DEFAULT_BROKER_CHANNEL.to_owned(), "--broker-channel"),
             };
             // Checked now, so that a bad URL stops the start with the flag's name.
-            if let Err(e) = mcp_broker::Broker::new(&url, &channel) {
+            if let Err(e) = mcp_broker::Broker::check(&url, &channel) {
                 let which = match e {
                     mcp_broker::BrokerError::Channel(_) => channel_key,
                     _ => key,
