@@ -9,7 +9,8 @@
 //! - an MRTR write approval asked by one instance is completed on another, once;
 //! - a listen stream on a third instance hears of the write, and that instance lists the new table;
 //! - an instance killed with SIGKILL mid-load costs at most the calls in flight on it, haproxy marks
-//!   it down through `/readyz`, the load goes on, and the instance rejoins when restarted.
+//!   it down through `/readyz`, the load goes on, and the instance rejoins when restarted;
+//! - a list cursor from one instance gives the next page on another.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
@@ -567,6 +568,86 @@ fn three_instances_behind_haproxy_share_state_and_notifications_and_survive_a_ki
         .get_mut()
         .set_read_timeout(Some(Duration::from_millis(10)));
     let _ = on_a.0.read_to_string(&mut buf);
+}
+
+/// A `resources/list` cursor is an offset into a list every instance builds the same way (from
+/// the same catalog, in the same order), so a client behind a balancer may fetch its next page
+/// from another instance: no shared store, no sticky routing. Each instance also refuses a cursor
+/// that is not one, as on one instance (-32602).
+#[test]
+fn a_list_cursor_from_one_instance_pages_on_another() {
+    if !mcp_testenv::postgres() {
+        return;
+    }
+    // More tables than a page holds (100), one schema resource each.
+    let tables: String = (0..130)
+        .map(|i| format!("CREATE TABLE t{i:03} (id int);"))
+        .collect();
+    let pg = Pg::new(&tables);
+    let scratch = TempDir::new();
+    let common = vec!["--db".to_owned(), format!("acme={}", pg_url(&pg.reader))];
+    let (a, b) = (
+        instance(free_port(), &scratch.join("a"), &common),
+        instance(free_port(), &scratch.join("b"), &common),
+    );
+    let list = |url: &str, cursor: Option<&str>| {
+        let mut params = json!({"_meta": meta(false)});
+        if let Some(cursor) = cursor {
+            params["cursor"] = json!(cursor);
+        }
+        super::support::post(url, "resources/list", None, params)
+    };
+    let uris = |page: &Value| -> Vec<String> {
+        page["result"]["resources"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{page}"))
+            .iter()
+            .map(|r| r["uri"].as_str().expect("a uri").to_owned())
+            .collect()
+    };
+
+    let first = list(&a.url, None);
+    let cursor = first["result"]["nextCursor"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a second page: {first}"))
+        .to_owned();
+    let second = list(&b.url, Some(&cursor));
+    assert!(
+        second["result"]["nextCursor"].is_null(),
+        "two pages: {second}"
+    );
+    let mut paged = uris(&first);
+    paged.extend(uris(&second));
+    eprintln!(
+        "{} resources: {} from a, then {} from b with a's cursor",
+        paged.len(),
+        uris(&first).len(),
+        uris(&second).len()
+    );
+    assert_eq!(uris(&first).len(), 100, "{first}");
+    assert!(paged.len() >= 130, "{} resources", paged.len());
+    for i in [0, 99, 100, 129] {
+        let table = format!("t{i:03}");
+        assert_eq!(
+            paged
+                .iter()
+                .filter(|u| u.ends_with(&format!("/{table}")))
+                .count(),
+            1,
+            "{table} once in {paged:?}"
+        );
+    }
+    // The same pages as b gives itself, and as a gives for b's cursor.
+    let b_first = list(&b.url, None);
+    assert_eq!(uris(&b_first), uris(&first));
+    assert_eq!(
+        b_first["result"]["nextCursor"],
+        first["result"]["nextCursor"]
+    );
+    assert_eq!(uris(&list(&a.url, Some(&cursor))), uris(&second));
+
+    let junk = list(&b.url, Some("bm90IGEgY3Vyc29y"));
+    assert_eq!(junk["error"]["code"], -32602, "{junk}");
 }
 
 #[test]
