@@ -29,11 +29,13 @@
 //! seen by each of them (`Server::notify_resource_updated_locally`).
 //!
 //! The clients here speak the few commands a relay needs and nothing else; they need no
-//! dependency beyond tokio. TLS to the broker is not supported yet: keep it on loopback or a
-//! private network.
+//! dependency beyond tokio, and rustls for TLS (feature `tls`: `tls://` for NATS, `rediss://` for
+//! Redis, the certificate always checked against the CAs and the host name; `?sslrootcert=CA.pem`
+//! instead of the system's CAs, `&sslcert=CERT.pem&sslkey=KEY.pem` for a client certificate).
 
 mod nats;
 mod redis;
+mod stream;
 mod target;
 
 use std::io;
@@ -118,6 +120,8 @@ struct Shared {
     malformed: AtomicU64,
     disconnects: AtomicU64,
     stop: CancellationToken,
+    /// Why the last attempt to connect failed, or the connection was lost; cleared on connecting.
+    last_error: std::sync::Mutex<Option<String>>,
     /// Called after each event of another instance reaches this one's listeners.
     on_remote: std::sync::Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
 }
@@ -133,6 +137,13 @@ impl std::fmt::Debug for Broker {
 }
 
 impl Shared {
+    fn set_last_error(&self, error: Option<String>) {
+        *self
+            .last_error
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = error;
+    }
+
     fn remote_event(&self) {
         let hook = self
             .on_remote
@@ -153,7 +164,8 @@ impl Drop for Shared {
 
 impl Broker {
     /// A relay through the broker at `url` (`nats://[user:password@]host[:4222]` or
-    /// `redis://[[user]:password@]host[:6379]`) on `channel`: a NATS subject or a Redis channel,
+    /// `redis://[[user]:password@]host[:6379]`; `tls://` and `rediss://` for TLS, with the
+    /// feature `tls`, taking `?sslrootcert=CA.pem` and `sslcert=...&sslkey=...`) on `channel`: a NATS subject or a Redis channel,
     /// the same for every instance of one server and different for unrelated servers sharing the
     /// broker. Nothing connects until [`start`](Self::start).
     pub fn new(url: &str, channel: &str) -> Result<Broker, BrokerError> {
@@ -173,6 +185,7 @@ impl Broker {
                 malformed: AtomicU64::new(0),
                 disconnects: AtomicU64::new(0),
                 stop: CancellationToken::new(),
+                last_error: std::sync::Mutex::new(None),
                 on_remote: std::sync::Mutex::new(None),
             }),
         })
@@ -255,6 +268,16 @@ impl Broker {
             }
         };
         tokio::time::timeout(timeout, wait).await.is_ok()
+    }
+
+    /// Why the connection is down: the last attempt's error, or what ended the last connection.
+    /// `None` while connected, and before the first attempt.
+    pub fn last_error(&self) -> Option<String> {
+        self.shared
+            .last_error
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// The counts so far.
@@ -372,6 +395,7 @@ async fn supervise(
                 while queue.try_recv().is_ok() {
                     s.lost.fetch_add(1, Ordering::Relaxed);
                 }
+                s.set_last_error(None);
                 s.connected.store(true, Ordering::Relaxed);
                 s.connected_changed.notify_waiters();
                 drop(s);
@@ -412,6 +436,10 @@ async fn supervise(
             )),
         };
         if let Err(error) = outcome {
+            let error = explained(&error);
+            if let Some(s) = shared.upgrade() {
+                s.set_last_error(Some(error.clone()));
+            }
             failures += 1;
             // The first failure, then one in fifty: a broker down for long must not flood the log.
             if failures == 1 || failures.is_multiple_of(50) {
@@ -502,6 +530,17 @@ async fn serve(
                 }
             }
         }
+    }
+}
+
+/// An error in words, with what to do where the cause is known. With TLS 1.3 a server that wants
+/// a client certificate says so only after the handshake, in an alert on the first read.
+fn explained(error: &io::Error) -> String {
+    let text = error.to_string();
+    if text.contains("CertificateRequired") {
+        format!("{text}: the broker asks for a client certificate (sslcert and sslkey in the URL)")
+    } else {
+        text
     }
 }
 

@@ -7,8 +7,8 @@ use std::io;
 
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
+use crate::stream::Stream;
 use crate::target::Target;
 use crate::{Incoming, MAX_EVENT};
 
@@ -16,7 +16,7 @@ use crate::{Incoming, MAX_EVENT};
 const MAX_LINE: usize = 64 * 1024;
 
 pub(crate) struct Conn {
-    stream: TcpStream,
+    stream: Stream,
     buf: BytesMut,
     subject: String,
 }
@@ -25,17 +25,31 @@ impl Conn {
     /// Connects, logs in, subscribes to `subject`, and waits for the server to confirm it all
     /// (a `PONG` after the `SUB`, or the `-ERR` that refused it).
     pub(crate) async fn connect(target: &Target, subject: &str) -> io::Result<Conn> {
-        let stream = TcpStream::connect(target.addr()).await?;
-        stream.set_nodelay(true)?;
         let mut conn = Conn {
-            stream,
+            stream: Stream::tcp(target).await?,
             buf: BytesMut::with_capacity(8 * 1024),
             subject: subject.to_owned(),
         };
-        // The server speaks first.
+        // The server speaks first, in plain text even when it requires TLS; the TLS handshake
+        // follows its INFO.
         let info = conn.line().await?;
-        if !info.starts_with("INFO ") {
+        let Some(info) = info.strip_prefix("INFO ") else {
             return Err(protocol(format!("expected INFO, got {}", clip(&info))));
+        };
+        let required = serde_json::from_str::<serde_json::Value>(info)
+            .ok()
+            .and_then(|i| i["tls_required"].as_bool())
+            .unwrap_or(false);
+        if target.tls.is_some() {
+            if !conn.buf.is_empty() {
+                return Err(protocol("the server said more before TLS began".to_owned()));
+            }
+            conn.stream = conn.stream.start_tls(target).await?;
+        } else if required {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "the NATS server requires TLS: use a tls:// URL",
+            ));
         }
         let mut options = serde_json::json!({
             "verbose": false,
@@ -57,12 +71,12 @@ impl Conn {
             (None, None) => {}
         }
         let hello = format!("CONNECT {options}\r\nSUB {subject} 1\r\nPING\r\n");
-        conn.stream.write_all(hello.as_bytes()).await?;
+        conn.send(hello.as_bytes()).await?;
         loop {
             let line = conn.line().await?;
             match line.as_str() {
                 "PONG" => return Ok(conn),
-                "PING" => conn.stream.write_all(b"PONG\r\n").await?,
+                "PING" => conn.send(b"PONG\r\n").await?,
                 "+OK" => {}
                 l if l.starts_with("INFO ") => {}
                 l if l.starts_with("-ERR") => {
@@ -83,11 +97,17 @@ impl Conn {
         frame.extend_from_slice(format!(" {}\r\n", payload.len()).as_bytes());
         frame.extend_from_slice(payload);
         frame.extend_from_slice(b"\r\n");
-        self.stream.write_all(&frame).await
+        self.send(&frame).await
     }
 
     pub(crate) async fn ping(&mut self) -> io::Result<()> {
-        self.stream.write_all(b"PING\r\n").await
+        self.send(b"PING\r\n").await
+    }
+
+    /// Writes `bytes` and flushes them (TLS holds written data until flushed).
+    async fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.stream.write_all(bytes).await?;
+        self.stream.flush().await
     }
 
     /// The next thing the server says that matters. Cancel-safe: bytes read stay in the buffer
@@ -96,7 +116,7 @@ impl Conn {
         loop {
             if let Some(incoming) = self.parse()? {
                 match incoming {
-                    Frame::Ping => self.stream.write_all(b"PONG\r\n").await?,
+                    Frame::Ping => self.send(b"PONG\r\n").await?,
                     Frame::Other => {}
                     Frame::Pong => return Ok(Incoming::Pong),
                     Frame::Message(payload) => return Ok(Incoming::Event(payload)),

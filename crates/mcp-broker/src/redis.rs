@@ -9,8 +9,8 @@ use std::io;
 
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
+use crate::stream::Stream;
 use crate::target::Target;
 use crate::{Incoming, MAX_EVENT};
 
@@ -30,16 +30,14 @@ const MAX_DEPTH: usize = 4;
 const MAX_ELEMENTS: usize = 1024;
 
 struct Side {
-    stream: TcpStream,
+    stream: Stream,
     buf: BytesMut,
 }
 
 impl Side {
     async fn open(target: &Target) -> io::Result<Side> {
-        let stream = TcpStream::connect(target.addr()).await?;
-        stream.set_nodelay(true)?;
         let mut side = Side {
-            stream,
+            stream: Stream::open(target).await?,
             buf: BytesMut::with_capacity(8 * 1024),
         };
         if let Some(password) = &target.password {
@@ -64,7 +62,9 @@ impl Side {
     }
 
     async fn send(&mut self, args: &[&[u8]]) -> io::Result<()> {
-        self.stream.write_all(&command(args)).await
+        self.stream.write_all(&command(args)).await?;
+        // TLS holds written data until flushed.
+        self.stream.flush().await
     }
 
     /// The next whole reply. Cancel-safe.

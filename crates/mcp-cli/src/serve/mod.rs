@@ -223,7 +223,8 @@ pub(crate) struct ServeArgs {
     approval_ledger: Option<String>,
 
     /// A broker that carries change notifications between the instances behind one load balancer
-    /// (nats://host:4222 or redis://host:6379), so that a listen stream on one instance hears of
+    /// (nats://host:4222 or redis://host:6379; tls://, rediss:// with TLS, taking
+    /// ?sslrootcert=CA.pem and &sslcert=CERT.pem&sslkey=KEY.pem), so that a listen stream on one instance hears of
     /// changes made through another [default: none; each instance notifies its own listeners].
     #[arg(long, value_name = "URL")]
     broker: Option<String>,
@@ -676,11 +677,12 @@ fn readiness(databases: &[mcp_sql::Database], broker: Option<&mcp_broker::Broker
         health = health.check("broker", move || {
             let up = broker.is_connected();
             let describe = broker.describe();
+            let why = broker.last_error();
             async move {
-                if up {
-                    Ok(())
-                } else {
-                    Err(format!("not connected to {describe}"))
+                match (up, why) {
+                    (true, _) => Ok(()),
+                    (false, Some(why)) => Err(format!("not connected to {describe}: {why}")),
+                    (false, None) => Err(format!("not connected to {describe}")),
                 }
             }
         });

@@ -152,6 +152,11 @@ fn the_broker_the_shutdown_grace_and_previous_keys_come_from_the_flags_or_the_fi
             &["--broker", "nats://x", "--broker-channel", "a b"][..],
             "--broker-channel: the channel \"a b\" is not usable",
         ),
+        // A TLS broker's CA file is read when the settings are, not at the first connection.
+        (
+            &["--broker", "rediss://cache?sslrootcert=/nonexistent/ca.pem"][..],
+            "--broker: cannot read the CA file /nonexistent/ca.pem",
+        ),
     ] {
         let e = resolve_with(argv, None).unwrap_err();
         assert!(e.starts_with(says), "{e}");

@@ -1,7 +1,11 @@
 //! Two or three servers in one process, each with its own relay to a real broker on loopback
 //! (NATS on 127.0.0.1:4222 and Redis on 127.0.0.1:6379, as the development machines and CI run
 //! them; `.ci/run` starts them where they are not running), and listen streams that must hear of
-//! each other's changes once, in order.
+//! each other's changes once, in order; and, with the feature `tls`, brokers of the tests' own
+//! that speak TLS (`tls`).
+
+#[cfg(feature = "tls")]
+mod tls;
 
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
