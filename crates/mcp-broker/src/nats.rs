@@ -36,11 +36,16 @@ impl Conn {
         let Some(info) = info.strip_prefix("INFO ") else {
             return Err(protocol(format!("expected INFO, got {}", clip(&info))));
         };
-        let required = serde_json::from_str::<serde_json::Value>(info)
-            .ok()
-            .and_then(|i| i["tls_required"].as_bool())
-            .unwrap_or(false);
+        let info: serde_json::Value = serde_json::from_str(info).unwrap_or_default();
+        let says = |key: &str| info[key].as_bool().unwrap_or(false);
+        let required = says("tls_required");
         if target.tls.is_some() {
+            if !required && !says("tls_available") {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    "the NATS server does not offer TLS: configure TLS on it, or use a nats:// URL",
+                ));
+            }
             if !conn.buf.is_empty() {
                 return Err(protocol("the server said more before TLS began".to_owned()));
             }

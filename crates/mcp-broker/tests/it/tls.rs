@@ -240,6 +240,15 @@ async fn nats_over_tls_and_a_plain_url_to_a_tls_server() {
 
     let why = refused(&format!("nats://localhost:{port}")).await;
     assert!(why.contains("requires TLS: use a tls:// URL"), "{why}");
+    // And TLS asked of a server without it (the plain NATS on 4222), refused in words too.
+    if mcp_testenv::nats() {
+        let why = refused(&format!(
+            "tls://127.0.0.1:4222?sslrootcert={}",
+            path(&pki.ca())
+        ))
+        .await;
+        assert!(why.contains("does not offer TLS"), "{why}");
+    }
     let other = Pki::new("other-nats-ca");
     let why = refused(&format!(
         "tls://localhost:{port}?sslrootcert={}",
