@@ -411,10 +411,12 @@ async fn prepare_in_tx<'c>(
         .start()
         .await
         .map_err(fail)?;
-    tx.batch_execute(&session_limits(limit))
-        .await
-        .map_err(fail)?;
-    let stmt = tx.prepare(sql).await.map_err(fail)?;
+    // The limits and the statement's Parse go out together (one round trip instead of two); the
+    // server runs them in order, so the statement is parsed under the limits, after the snapshot.
+    let limits = session_limits(limit);
+    let (limited, prepared) = tokio::join!(tx.batch_execute(&limits), tx.prepare(sql));
+    limited.map_err(fail)?;
+    let stmt = prepared.map_err(fail)?;
     let bound = check_params(&stmt, params)?;
     let columns = columns(&stmt);
     Ok(Prepared {
