@@ -295,25 +295,29 @@ pub(crate) struct ServeArgs {
 }
 
 fn http_config(settings: &Settings) -> HttpConfig {
-    let policy = policy(settings, settings.bind);
+    let policy = policy(settings, settings.http.bind);
     // Metrics on the HTTP listener, unless they have an address of their own.
     let metrics_path = settings
+        .observability
         .metrics
         .as_ref()
         .filter(|m| m.addr.is_none())
         .map(|m| m.path.clone());
     {
         let mut edited = HttpConfig::default();
-        edited.path = settings.path.clone();
-        edited.max_body = settings.max_message;
-        edited.first_bytes_timeout = settings.read_timeout;
-        edited.idle_timeout = settings.idle_timeout;
-        edited.write_timeout = settings.write_timeout;
-        edited.max_connections = settings.max_connections.unwrap_or(edited.max_connections);
-        edited.h2_max_concurrent_streams = settings.h2_max_streams;
-        edited.max_header_bytes = settings.max_header_bytes;
-        edited.max_connections_per_address = settings.max_connections_per_address;
-        edited.response_memory = settings.response_memory;
+        edited.path = settings.http.path.clone();
+        edited.max_body = settings.http.max_message;
+        edited.first_bytes_timeout = settings.http.read_timeout;
+        edited.idle_timeout = settings.http.idle_timeout;
+        edited.write_timeout = settings.http.write_timeout;
+        edited.max_connections = settings
+            .http
+            .max_connections
+            .unwrap_or(edited.max_connections);
+        edited.h2_max_concurrent_streams = settings.http.h2_max_streams;
+        edited.max_header_bytes = settings.http.max_header_bytes;
+        edited.max_connections_per_address = settings.http.max_connections_per_address;
+        edited.response_memory = settings.http.response_memory;
         edited.legacy = match settings.legacy_http {
             file::LegacyHttpSetting::Sessions => LegacyMode::Sessions,
             file::LegacyHttpSetting::Stateless => LegacyMode::Stateless,
@@ -356,14 +360,14 @@ fn eras_line(settings: &Settings, stdio: bool) -> String {
 /// accepts any host.
 fn policy(settings: &Settings, addr: SocketAddr) -> OriginPolicy {
     let mut policy = OriginPolicy::for_bind(addr);
-    for host in &settings.allowed_hosts {
+    for host in &settings.http.allowed_hosts {
         policy = if host == "*" {
             policy.allow_any_host()
         } else {
             policy.allow_host(host)
         };
     }
-    for origin in &settings.allowed_origins {
+    for origin in &settings.http.allowed_origins {
         policy = policy.allow_origin(origin);
     }
     policy
@@ -372,28 +376,32 @@ fn policy(settings: &Settings, addr: SocketAddr) -> OriginPolicy {
 /// Sets up logging on stderr from the settings. With `--log-arguments` the default filter enables
 /// the request log's target at DEBUG, the level at which `RequestLog` adds the arguments.
 fn init_logging(settings: &Settings) {
-    let default_filter = if settings.log_arguments.is_some() {
+    let default_filter = if settings.observability.log_arguments.is_some() {
         format!("info,{LOG_TARGET}=debug")
     } else {
         "info".to_owned()
     };
     #[cfg(feature = "otel")]
-    match &settings.otlp {
+    match &settings.observability.otlp {
         Some((url, _)) => {
             let service = std::env::var("OTEL_SERVICE_NAME")
                 .ok()
                 .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| settings.name.clone());
+                .unwrap_or_else(|| settings.server.name.clone());
             let (layer, exporter) = crate::otel::pipeline(url, &service);
-            logging::init_with(&default_filter, settings.log_format, Some(layer));
+            logging::init_with(
+                &default_filter,
+                settings.observability.log_format,
+                Some(layer),
+            );
             tokio::spawn(crate::otel::run_exporter(exporter));
             tracing::info!("sending traces to {url} as service {service}");
         }
-        None => logging::init(&default_filter, settings.log_format),
+        None => logging::init(&default_filter, settings.observability.log_format),
     }
     #[cfg(not(feature = "otel"))]
-    logging::init(&default_filter, settings.log_format);
-    if let Some(key) = settings.log_arguments
+    logging::init(&default_filter, settings.observability.log_format);
+    if let Some(key) = settings.observability.log_arguments
         && !tracing::enabled!(target: LOG_TARGET, tracing::Level::DEBUG)
     {
         tracing::warn!(
@@ -478,7 +486,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let server = served.server.clone();
 
     // The metrics' own listener, if they have one; told to stop when the server stops.
-    let metrics = match (&settings.metrics, server.metrics()) {
+    let metrics = match (&settings.observability.metrics, server.metrics()) {
         (Some(m), Some(metrics)) => match m.addr {
             Some((addr, key)) => {
                 let listener = TcpListener::bind(addr)
@@ -501,7 +509,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         tracing::info!("{}", eras_line(&settings, true));
         let config = {
             let mut edited = stdio::StdioConfig::default();
-            edited.max_line = settings.max_message;
+            edited.max_line = settings.http.max_message;
             edited
         };
         if let Some((_, service, local)) = &metrics {
@@ -523,11 +531,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         return result;
     }
     // With authorization in front, a public address is what the server is for.
-    if !settings.bind.ip().is_loopback() && settings.auth.is_none() {
+    if !settings.http.bind.ip().is_loopback() && settings.auth.is_none() {
         tracing::warn!(
             "serving on {}, which is not a loopback address: anyone who can reach it can use the \
              tools; put authentication in front",
-            settings.bind
+            settings.http.bind
         );
     }
     let mut config = http_config(&settings);
@@ -537,12 +545,12 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     tracing::info!("accepting {}", config.policy);
     tracing::info!("{}", eras_line(&settings, false));
     // The certificate is read before binding, so that a bad file stops the start with its name.
-    let tls = match &settings.tls {
+    let tls = match &settings.http.tls {
         Some(files) => Some(
             // The handshake is part of what a new connection must send within the read timeout.
             ServerTls::from_pem_files(&files.cert, &files.key)
                 .map_err(|e| in_file(format!("{}: {e}", files.from)))?
-                .handshake_timeout(settings.read_timeout),
+                .handshake_timeout(settings.http.read_timeout),
         ),
         None => None,
     };
@@ -566,9 +574,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let listener = TcpListener::bind(settings.bind)
+    let listener = TcpListener::bind(settings.http.bind)
         .await
-        .with_context(|| format!("binding {}", settings.bind))?;
+        .with_context(|| format!("binding {}", settings.http.bind))?;
     let local = listener.local_addr().context("reading the bound address")?;
     if let Some((_, service, local)) = &metrics {
         announce_metrics(*local, service.path());
@@ -585,7 +593,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     );
     // One signal stops both listeners; the metrics one also stops if the server stops otherwise.
     // Readiness goes false first, for the grace period, so that balancers stop sending.
-    let grace = settings.shutdown_grace;
+    let grace = settings.http.shutdown_grace;
     let draining = health.clone();
     let signal = async move {
         mcp_http::server::shutdown_signal().await;

@@ -27,8 +27,14 @@ pub(crate) struct Served {
 }
 
 pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
-    let state_key = settings.state_key.as_ref().map(read_key).transpose()?;
+    let state_key = settings
+        .server
+        .state_key
+        .as_ref()
+        .map(read_key)
+        .transpose()?;
     let previous_state_keys = settings
+        .server
         .previous_state_keys
         .iter()
         .map(read_key)
@@ -73,10 +79,10 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
     } else {
         let adapter = SqlAdapter::new(databases)
             .context("setting up the SQL adapter")?
-            .tasks_after(settings.task_after)
+            .tasks_after(settings.server.task_after)
             // Statement text in trace spans follows the rule for logged arguments.
-            .statement_text_in_traces(settings.log_arguments.is_some());
-        match (&settings.approval_ledger, &settings.approvals_file) {
+            .statement_text_in_traces(settings.observability.log_arguments.is_some());
+        match (&settings.server.approval_ledger, &settings.approvals_file) {
             (Some((url, key)), _) => Some(
                 adapter
                     .with_shared_approvals(url)
@@ -123,8 +129,8 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
     };
 
     let version = env!("CARGO_PKG_VERSION");
-    let mut builder = Server::builder(&settings.name, version)
-        .info(Implementation::new(&settings.name, version).with_title(&settings.name))
+    let mut builder = Server::builder(&settings.server.name, version)
+        .info(Implementation::new(&settings.server.name, version).with_title(&settings.server.name))
         .config({
             let mut edited = ServerConfig::default();
             edited.eras = match settings.eras {
@@ -135,8 +141,12 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
             edited
         })
         // One log line per request; arguments only when asked, and only at DEBUG.
-        .observer(RequestLog::new().with_arguments(settings.log_arguments.is_some()));
-    let builder_metrics = settings.metrics.as_ref().map(|_| Metrics::new());
+        .observer(RequestLog::new().with_arguments(settings.observability.log_arguments.is_some()));
+    let builder_metrics = settings
+        .observability
+        .metrics
+        .as_ref()
+        .map(|_| Metrics::new());
     if let Some(metrics) = &builder_metrics {
         if let Some(sql) = &sql {
             pool_gauges(metrics, sql);
@@ -157,11 +167,11 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
             builder = builder.previous_state_key(previous);
         }
     }
-    if let Some((url, key)) = &settings.task_store {
+    if let Some((url, key)) = &settings.server.task_store {
         let store = mcp_sql::PgTaskStore::connect(url)
             .await
             .with_context(|| format!("{key}: connecting to the task store"))?
-            .runner_timeout(settings.task_runner_timeout);
+            .runner_timeout(settings.server.task_runner_timeout);
         tracing::info!("tasks are kept in the table {}", mcp_sql::TASKS_TABLE);
         builder = builder.task_store(store);
     }
@@ -174,7 +184,7 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
     if let Some(files) = &files {
         builder = files.register(builder);
     }
-    let broker = match &settings.broker {
+    let broker = match &settings.server.broker {
         Some(b) => {
             let broker = mcp_broker::Broker::new(&b.url, &b.channel)
                 .map_err(|e| anyhow!("{}: {e}", b.key))?;

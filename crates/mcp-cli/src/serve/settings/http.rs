@@ -20,33 +20,43 @@ const MIN_HEADER_BYTES: usize = 4096;
 const MIN_RESPONSE_MEMORY: usize = 1024 * 1024;
 
 /// The HTTP listener, resolved and checked.
-pub(super) struct Http {
-    pub(super) bind: SocketAddr,
-    pub(super) path: String,
-    pub(super) allowed_hosts: Vec<String>,
-    pub(super) allowed_origins: Vec<String>,
-    pub(super) max_message: usize,
-    pub(super) read_timeout: Duration,
-    pub(super) idle_timeout: Duration,
-    pub(super) write_timeout: Duration,
-    pub(super) shutdown_grace: Duration,
-    pub(super) max_connections: Option<usize>,
-    pub(super) h2_max_streams: u32,
-    pub(super) max_header_bytes: usize,
-    pub(super) max_connections_per_address: Option<usize>,
-    pub(super) response_memory: usize,
-    pub(super) tls: Option<TlsFiles>,
-    /// The HTTP server's defaults, which the session settings ([`sessions`]) fall back on too.
-    pub(super) defaults: HttpConfig,
+#[derive(Debug)]
+pub(crate) struct Http {
+    pub bind: SocketAddr,
+    pub path: String,
+    pub allowed_hosts: Vec<String>,
+    pub allowed_origins: Vec<String>,
+    pub max_message: usize,
+    /// How long a new HTTP connection may stay silent, and a request take to arrive once begun.
+    pub read_timeout: Duration,
+    /// How long an HTTP connection may wait for its next request (HTTP/2: with no open stream).
+    pub idle_timeout: Duration,
+    /// How long a response may make no progress before it is abandoned.
+    pub write_timeout: Duration,
+    /// How long to keep serving, not ready, after a stop signal.
+    pub shutdown_grace: Duration,
+    /// The most HTTP connections open at once; `None`: from the limit of open files.
+    pub max_connections: Option<usize>,
+    /// The most concurrent streams on one HTTP/2 connection.
+    pub h2_max_streams: u32,
+    /// The largest request header section, in bytes.
+    pub max_header_bytes: usize,
+    /// The most connections open at once from one client address; `None`: no such limit.
+    pub max_connections_per_address: Option<usize>,
+    /// The most bytes large responses may hold at once while clients read them.
+    pub response_memory: usize,
+    /// HTTPS: the certificate and key files, when served.
+    pub tls: Option<TlsFiles>,
 }
 
 /// The listener's address, endpoint path, accepted hosts and origins, limits and HTTPS files:
-/// the flags over `[http]` (whose relative paths `in_file` resolves) over the defaults.
+/// the flags over `[http]` (whose relative paths `in_file` resolves) over the defaults; and the
+/// HTTP server's defaults, which the session settings ([`sessions`]) fall back on too.
 pub(super) fn resolve(
     args: &ServeArgs,
     file: &FileConfig,
     in_file: &dyn Fn(&Path) -> PathBuf,
-) -> Result<Http, String> {
+) -> Result<(Http, HttpConfig), String> {
     let bind = match (&args.http, &file.http.bind) {
         (Some(addr), _) => *addr,
         (None, Some(text)) => {
@@ -166,7 +176,7 @@ pub(super) fn resolve(
         }
         (None, None, None, None) => None,
     };
-    Ok(Http {
+    let http = Http {
         bind,
         path,
         allowed_hosts,
@@ -182,8 +192,8 @@ pub(super) fn resolve(
         max_connections_per_address,
         response_memory,
         tls,
-        defaults: http_defaults,
-    })
+    };
+    Ok((http, http_defaults))
 }
 
 /// How handshake-era clients are served over HTTP, resolved and checked.

@@ -30,7 +30,9 @@ use mcp_sql::{DatabaseConfig, MysqlConfig, PostgresConfig, SqliteConfig};
 
 use super::ServeArgs;
 use super::file::{ErasSetting, FileConfig, LegacyHttpSetting};
-use crate::logging::LogFormat;
+pub(crate) use http::Http;
+pub(crate) use observability::Observability;
+pub(crate) use server::Server;
 
 /// The default HTTP address: loopback only.
 pub(crate) const DEFAULT_BIND: &str = "127.0.0.1:8080";
@@ -48,31 +50,8 @@ const DEFAULT_HANDLER_TIMEOUT: Duration = Duration::from_secs(300);
 #[derive(Debug)]
 pub(crate) struct Settings {
     pub stdio: bool,
-    pub bind: SocketAddr,
-    pub path: String,
-    pub allowed_hosts: Vec<String>,
-    pub allowed_origins: Vec<String>,
-    pub max_message: usize,
-    /// How long a new HTTP connection may stay silent, and a request take to arrive once begun.
-    pub read_timeout: Duration,
-    /// How long an HTTP connection may wait for its next request (HTTP/2: with no open stream).
-    pub idle_timeout: Duration,
-    /// How long a response may make no progress before it is abandoned.
-    pub write_timeout: Duration,
-    /// How long to keep serving, not ready, after a stop signal.
-    pub shutdown_grace: Duration,
-    /// The most HTTP connections open at once; `None`: from the limit of open files.
-    pub max_connections: Option<usize>,
-    /// The most concurrent streams on one HTTP/2 connection.
-    pub h2_max_streams: u32,
-    /// The largest request header section, in bytes.
-    pub max_header_bytes: usize,
-    /// The most connections open at once from one client address; `None`: no such limit.
-    pub max_connections_per_address: Option<usize>,
-    /// The most bytes large responses may hold at once while clients read them.
-    pub response_memory: usize,
-    /// HTTPS: the certificate and key files, when served.
-    pub tls: Option<TlsFiles>,
+    /// The HTTP listener (`[http]`).
+    pub http: Http,
     /// Which protocol eras are answered.
     pub eras: ErasSetting,
     /// How long a handler may run before it is stopped.
@@ -83,21 +62,9 @@ pub(crate) struct Settings {
     pub max_sessions: usize,
     /// How long a handshake-era HTTP session may go unused.
     pub session_idle: Duration,
-    pub name: String,
+    /// The server's identity, state keys, broker, approval ledger and tasks (`[server]`).
+    pub server: Server,
     pub instructions: Option<String>,
-    pub state_key: Option<KeyFile>,
-    /// Keys that sealed before `state_key`, still accepted to open what they sealed.
-    pub previous_state_keys: Vec<KeyFile>,
-    /// The broker's URL and channel, and the flag or key that gave the URL.
-    pub broker: Option<BrokerSetting>,
-    /// The shared approval ledger's URL, and the flag or key that gave it.
-    pub approval_ledger: Option<(String, &'static str)>,
-    /// The shared task store's URL, and the flag or key that gave it.
-    pub task_store: Option<(String, &'static str)>,
-    /// How long an instance of the shared task store may go without a heartbeat.
-    pub task_runner_timeout: Duration,
-    /// How long a SQL call may run before it becomes a task; `None`: never.
-    pub task_after: Option<Duration>,
     /// Where used write approvals are recorded when there are writes and no shared ledger: a file
     /// in the data folder.
     pub approvals_file: Option<PathBuf>,
@@ -105,18 +72,8 @@ pub(crate) struct Settings {
     pub databases: Vec<DatabaseSettings>,
     pub roots: Vec<Root>,
     pub fs_limits: FsLimits,
-    pub log_format: LogFormat,
-    /// Log the arguments of `tools/call` and `prompts/get` (at DEBUG level of `mcp::request`):
-    /// the flag or key that asked for it.
-    pub log_arguments: Option<&'static str>,
-    /// `GET /metrics`, when on.
-    pub metrics: Option<MetricsSettings>,
-    /// Where traces go (an OTLP/HTTP base URL), and the flag, key or variable that said so.
-    #[cfg_attr(
-        not(feature = "otel"),
-        allow(dead_code, reason = "refused at resolution")
-    )]
-    pub otlp: Option<(String, &'static str)>,
+    /// Logs, metrics and traces (`[observability]`).
+    pub observability: Observability,
     /// OAuth authorization of the HTTP endpoint, when an issuer is configured.
     pub auth: Option<super::auth::AuthSettings>,
     /// Settings that were given but do not apply, to say so once logging is set up.
@@ -219,24 +176,7 @@ pub(crate) fn resolve(
     };
 
     // HTTP.
-    let http::Http {
-        bind,
-        path,
-        allowed_hosts,
-        allowed_origins,
-        max_message,
-        read_timeout,
-        idle_timeout,
-        write_timeout,
-        shutdown_grace,
-        max_connections,
-        h2_max_streams,
-        max_header_bytes,
-        max_connections_per_address,
-        response_memory,
-        tls,
-        defaults: http_defaults,
-    } = http::resolve(args, &file, &in_file)?;
+    let (mut http, http_defaults) = http::resolve(args, &file, &in_file)?;
 
     let handler_timeout = match (args.handler_timeout, &file.server.handler_timeout) {
         (Some(d), _) => check_positive(d, "--handler-timeout")?,
@@ -253,16 +193,7 @@ pub(crate) fn resolve(
     } = http::sessions(args, &file, &http_defaults)?;
 
     // The server: identity, the state key, the broker, approvals and tasks.
-    let server::Server {
-        name,
-        state_key,
-        previous_state_keys,
-        broker,
-        approval_ledger,
-        task_store,
-        task_runner_timeout,
-        task_after,
-    } = server::resolve(args, &file, &in_file)?;
+    let server = server::resolve(args, &file, &in_file)?;
 
     // Limits and databases.
     let databases::Databases {
@@ -287,7 +218,7 @@ pub(crate) fn resolve(
     // approval would be accepted again), unless the shared ledger records them.
     let writes = sample.as_ref().is_some_and(|s| s.config.allow_write)
         || databases.iter().any(|d| d.config.allow_write);
-    let approvals_file = if writes && approval_ledger.is_none() {
+    let approvals_file = if writes && server.approval_ledger.is_none() {
         Some(data_dir()?.join(APPROVALS_FILE))
     } else {
         None
@@ -298,22 +229,15 @@ pub(crate) fn resolve(
 
     // Logs and metrics.
     let mut notes = Vec::new();
-    let observability::Observability {
-        log_format,
-        log_arguments,
-        metrics,
-        otlp,
-    } = observability::resolve(args, &file, &path, env, &mut notes)?;
-    let tls = match tls {
-        Some(files) if args.stdio => {
-            notes.push(format!(
-                "{}: not used with --stdio, which has no HTTP listener",
-                files.from
-            ));
-            None
-        }
-        tls => tls,
-    };
+    let observability = observability::resolve(args, &file, &http.path, env, &mut notes)?;
+    if args.stdio
+        && let Some(files) = http.tls.take()
+    {
+        notes.push(format!(
+            "{}: not used with --stdio, which has no HTTP listener",
+            files.from
+        ));
+    }
 
     if sample.is_none() && databases.is_empty() && roots.is_empty() {
         return Err(
@@ -355,44 +279,20 @@ pub(crate) fn resolve(
     }
     Ok(Settings {
         stdio: args.stdio,
-        bind,
-        path,
-        allowed_hosts,
-        allowed_origins,
-        max_message,
-        read_timeout,
-        idle_timeout,
-        write_timeout,
-        shutdown_grace,
-        max_connections,
-        h2_max_streams,
-        max_header_bytes,
-        max_connections_per_address,
-        response_memory,
-        tls,
+        http,
         eras,
         handler_timeout,
         legacy_http,
         max_sessions,
         session_idle,
-        name,
+        server,
         instructions: file.server.instructions.clone(),
-        state_key,
-        previous_state_keys,
-        broker,
-        approval_ledger,
-        task_store,
-        task_runner_timeout,
-        task_after,
         approvals_file,
         sample,
         databases,
         roots,
         fs_limits,
-        log_format,
-        log_arguments,
-        otlp,
-        metrics,
+        observability,
         auth,
         notes,
     })

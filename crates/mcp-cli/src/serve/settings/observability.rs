@@ -9,11 +9,20 @@ use crate::serve::file::{FileConfig, ObservabilitySection};
 const DEFAULT_METRICS_PATH: &str = "/metrics";
 
 /// Logs, metrics and traces, resolved and checked.
-pub(super) struct Observability {
-    pub(super) log_format: LogFormat,
-    pub(super) log_arguments: Option<&'static str>,
-    pub(super) metrics: Option<MetricsSettings>,
-    pub(super) otlp: Option<(String, &'static str)>,
+#[derive(Debug)]
+pub(crate) struct Observability {
+    pub log_format: LogFormat,
+    /// Log the arguments of `tools/call` and `prompts/get` (at DEBUG level of `mcp::request`):
+    /// the flag or key that asked for it.
+    pub log_arguments: Option<&'static str>,
+    /// `GET /metrics`, when on.
+    pub metrics: Option<MetricsSettings>,
+    /// Where traces go (an OTLP/HTTP base URL), and the flag, key or variable that said so.
+    #[cfg_attr(
+        not(feature = "otel"),
+        allow(dead_code, reason = "refused at resolution")
+    )]
+    pub otlp: Option<(String, &'static str)>,
 }
 
 /// The flags over `[observability]` (over the environment, for traces); `mcp_path` is the MCP

@@ -18,15 +18,22 @@ const MIN_TASK_RUNNER_TIMEOUT: Duration = Duration::from_secs(5);
 const DEFAULT_TASK_AFTER: Duration = Duration::from_secs(5);
 
 /// The server's identity, keys, broker, approval ledger and task store, resolved and checked.
-pub(super) struct Server {
-    pub(super) name: String,
-    pub(super) state_key: Option<KeyFile>,
-    pub(super) previous_state_keys: Vec<KeyFile>,
-    pub(super) broker: Option<BrokerSetting>,
-    pub(super) approval_ledger: Option<(String, &'static str)>,
-    pub(super) task_store: Option<(String, &'static str)>,
-    pub(super) task_runner_timeout: Duration,
-    pub(super) task_after: Option<Duration>,
+#[derive(Debug)]
+pub(crate) struct Server {
+    pub name: String,
+    pub state_key: Option<KeyFile>,
+    /// Keys that sealed before `state_key`, still accepted to open what they sealed.
+    pub previous_state_keys: Vec<KeyFile>,
+    /// The broker's URL and channel, and the flag or key that gave the URL.
+    pub broker: Option<BrokerSetting>,
+    /// The shared approval ledger's URL, and the flag or key that gave it.
+    pub approval_ledger: Option<(String, &'static str)>,
+    /// The shared task store's URL, and the flag or key that gave it.
+    pub task_store: Option<(String, &'static str)>,
+    /// How long an instance of the shared task store may go without a heartbeat.
+    pub task_runner_timeout: Duration,
+    /// How long a SQL call may run before it becomes a task; `None`: never.
+    pub task_after: Option<Duration>,
 }
 
 /// The flags over `[server]` (whose relative paths `in_file` resolves) over the defaults.

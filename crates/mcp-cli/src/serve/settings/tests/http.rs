@@ -5,7 +5,7 @@ use mcp_http::server::HttpConfig;
 
 #[test]
 fn addresses_take_a_port_or_localhost_in_flags_and_file() {
-    let bind = |argv: &[&str], toml: Option<&str>| resolve_with(argv, toml).unwrap().bind;
+    let bind = |argv: &[&str], toml: Option<&str>| resolve_with(argv, toml).unwrap().http.bind;
     assert_eq!(
         bind(&["--http", "8080"], None).to_string(),
         "127.0.0.1:8080"
@@ -24,6 +24,7 @@ fn addresses_take_a_port_or_localhost_in_flags_and_file() {
     );
     let metrics = resolve_with(&["--metrics-addr", "9090"], None)
         .unwrap()
+        .observability
         .metrics
         .unwrap();
     assert_eq!(metrics.addr.unwrap().0.to_string(), "127.0.0.1:9090");
@@ -38,13 +39,13 @@ fn addresses_take_a_port_or_localhost_in_flags_and_file() {
 fn header_and_per_address_limits_come_from_the_flags_over_the_file() {
     let s = resolve_with(&[], None).unwrap();
     assert_eq!(
-        (s.max_header_bytes, s.max_connections_per_address),
+        (s.http.max_header_bytes, s.http.max_connections_per_address),
         (64 * 1024, None)
     );
     let file = "[http]\nmax_header_bytes = 16384\nmax_connections_per_address = 20\n";
     let s = resolve_with(&[], Some(file)).unwrap();
     assert_eq!(
-        (s.max_header_bytes, s.max_connections_per_address),
+        (s.http.max_header_bytes, s.http.max_connections_per_address),
         (16384, Some(20))
     );
     let s = resolve_with(
@@ -58,7 +59,7 @@ fn header_and_per_address_limits_come_from_the_flags_over_the_file() {
     )
     .unwrap();
     assert_eq!(
-        (s.max_header_bytes, s.max_connections_per_address),
+        (s.http.max_header_bytes, s.http.max_connections_per_address),
         (8192, Some(4))
     );
     let err = resolve_with(&["--max-header-bytes", "100"], None).unwrap_err();
@@ -77,20 +78,24 @@ fn header_and_per_address_limits_come_from_the_flags_over_the_file() {
 fn connection_limits_come_from_the_flags_over_the_file_over_the_defaults() {
     let s = resolve_with(&[], None).unwrap();
     let defaults = HttpConfig::default();
-    assert_eq!(s.idle_timeout, Duration::from_secs(120));
-    assert_eq!(s.write_timeout, Duration::from_secs(30));
-    assert_eq!(s.max_connections, None);
-    assert_eq!(s.h2_max_streams, defaults.h2_max_concurrent_streams);
-    assert_eq!(s.response_memory, 64 * 1024 * 1024);
+    assert_eq!(s.http.idle_timeout, Duration::from_secs(120));
+    assert_eq!(s.http.write_timeout, Duration::from_secs(30));
+    assert_eq!(s.http.max_connections, None);
+    assert_eq!(s.http.h2_max_streams, defaults.h2_max_concurrent_streams);
+    assert_eq!(s.http.response_memory, 64 * 1024 * 1024);
     let file = "[http]\nidle_timeout = \"5s\"\nwrite_timeout = 7\nmax_connections = 300\n\
                 h2_max_streams = 8\nresponse_memory = 2097152\n";
     let s = resolve_with(&[], Some(file)).unwrap();
     assert_eq!(
-        (s.idle_timeout, s.write_timeout),
+        (s.http.idle_timeout, s.http.write_timeout),
         (Duration::from_secs(5), Duration::from_secs(7))
     );
     assert_eq!(
-        (s.max_connections, s.h2_max_streams, s.response_memory),
+        (
+            s.http.max_connections,
+            s.http.h2_max_streams,
+            s.http.response_memory
+        ),
         (Some(300), 8, 2 * 1024 * 1024)
     );
     let s = resolve_with(
@@ -110,11 +115,15 @@ fn connection_limits_come_from_the_flags_over_the_file_over_the_defaults() {
     )
     .unwrap();
     assert_eq!(
-        (s.idle_timeout, s.write_timeout),
+        (s.http.idle_timeout, s.http.write_timeout),
         (Duration::from_millis(500), Duration::from_secs(1))
     );
     assert_eq!(
-        (s.max_connections, s.h2_max_streams, s.response_memory),
+        (
+            s.http.max_connections,
+            s.http.h2_max_streams,
+            s.http.response_memory
+        ),
         (Some(9), 3, 1024 * 1024)
     );
     for (flags, error) in [
@@ -147,6 +156,7 @@ fn connection_limits_come_from_the_flags_over_the_file_over_the_defaults() {
 fn tls_files_come_in_pairs_from_the_flags_or_the_file() {
     let tls = resolve_with(&["--tls-cert", "c.pem", "--tls-key", "k.pem"], None)
         .unwrap()
+        .http
         .tls
         .expect("HTTPS");
     assert_eq!(
@@ -155,11 +165,16 @@ fn tls_files_come_in_pairs_from_the_flags_or_the_file() {
     );
     // The file's paths are relative to the file; the flags win over it.
     let file = "[http]\ntls_cert = \"c.pem\"\ntls_key = \"k.pem\"\n";
-    let tls = resolve_with(&[], Some(file)).unwrap().tls.expect("HTTPS");
+    let tls = resolve_with(&[], Some(file))
+        .unwrap()
+        .http
+        .tls
+        .expect("HTTPS");
     assert_eq!(tls.cert, PathBuf::from("/etc/mcp/c.pem"));
     assert_eq!(tls.from, "http.tls_cert");
     let tls = resolve_with(&["--tls-cert", "a", "--tls-key", "b"], Some(file))
         .unwrap()
+        .http
         .tls
         .unwrap();
     assert_eq!(tls.cert, PathBuf::from("a"));
@@ -173,7 +188,7 @@ fn tls_files_come_in_pairs_from_the_flags_or_the_file() {
     assert!(err.starts_with("http.tls_key:"), "{err}");
     // With --stdio there is no listener: a note, and no TLS.
     let s = resolve_with(&["--stdio"], Some(file)).unwrap();
-    assert!(s.tls.is_none());
+    assert!(s.http.tls.is_none());
     assert!(
         s.notes
             .iter()

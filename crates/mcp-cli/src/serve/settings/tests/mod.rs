@@ -70,8 +70,8 @@ fn used_approvals_are_recorded_in_the_data_folder_unless_a_ledger_is_given() {
 fn no_flags_serve_the_sample_on_loopback() {
     let s = resolve_with(&[], None).unwrap();
     assert!(!s.stdio);
-    assert_eq!(s.bind.to_string(), DEFAULT_BIND);
-    assert_eq!(s.path, "/mcp");
+    assert_eq!(s.http.bind.to_string(), DEFAULT_BIND);
+    assert_eq!(s.http.path, "/mcp");
     let sample = s.sample.expect("the sample is served");
     assert_eq!(
         sample.path(),
@@ -79,7 +79,7 @@ fn no_flags_serve_the_sample_on_loopback() {
     );
     assert!(!sample.config.allow_write);
     assert_eq!(sample.config.limits, Limits::default());
-    assert!(s.databases.is_empty() && s.roots.is_empty() && s.state_key.is_none());
+    assert!(s.databases.is_empty() && s.roots.is_empty() && s.server.state_key.is_none());
 }
 
 #[test]
@@ -181,10 +181,13 @@ max_file_bytes = 1000
 #[test]
 fn the_file_and_the_flags() {
     let s = resolve_with(&[], Some(FILE)).unwrap();
-    assert_eq!(s.name, "shop-data");
-    assert_eq!(s.bind.to_string(), "127.0.0.1:9000");
-    assert_eq!(s.path, "/api/mcp");
-    assert_eq!(s.state_key.unwrap().path, Path::new("/etc/mcp/state.key"));
+    assert_eq!(s.server.name, "shop-data");
+    assert_eq!(s.http.bind.to_string(), "127.0.0.1:9000");
+    assert_eq!(s.http.path, "/api/mcp");
+    assert_eq!(
+        s.server.state_key.unwrap().path,
+        Path::new("/etc/mcp/state.key")
+    );
     assert!(
         s.sample.is_none(),
         "databases in the file turn the sample off"
@@ -228,15 +231,15 @@ fn the_file_and_the_flags() {
         Some(FILE),
     )
     .unwrap();
-    assert_eq!(s.bind.to_string(), "127.0.0.1:9100");
-    assert_eq!(s.path, "/x");
+    assert_eq!(s.http.bind.to_string(), "127.0.0.1:9100");
+    assert_eq!(s.http.path, "/x");
     assert!(s.databases.iter().all(|d| d.config.limits.max_rows == 7));
     let local = s.databases.iter().find(|d| d.name == "local").unwrap();
     assert_eq!(local.key, "--db local");
     assert!(matches!(&local.target, Target::Sqlite(c) if c.path == Path::new("other.db")));
     assert_eq!(s.roots.len(), 2);
-    assert_eq!(s.allowed_hosts, ["mcp.example.com", "b.example.com"]);
-    assert_eq!(s.state_key.unwrap().path, Path::new("/k"));
+    assert_eq!(s.http.allowed_hosts, ["mcp.example.com", "b.example.com"]);
+    assert_eq!(s.server.state_key.unwrap().path, Path::new("/k"));
     assert!(s.sample.is_some());
 }
 
@@ -382,7 +385,7 @@ fn the_example_file_parses() {
     let s = resolve(&args(&[]), Some((file, PathBuf::from("/etc/mcp"))), &env)
         .expect("examples/mcp.toml is valid");
     assert!(s.databases.len() >= 2, "{s:?}");
-    assert!(s.sample.is_some() && !s.roots.is_empty() && s.state_key.is_some());
+    assert!(s.sample.is_some() && !s.roots.is_empty() && s.server.state_key.is_some());
 }
 
 #[test]
@@ -394,11 +397,14 @@ fn the_deployment_guides_configuration_file_is_valid() {
         .and_then(|rest| rest.split("```").next())
         .expect("DEPLOYMENT.md has a toml block");
     let s = resolve_with(&[], Some(block)).unwrap_or_else(|e| panic!("{e}\n{block}"));
-    assert_eq!(s.broker.expect("a broker").url, "redis://10.0.0.5:6379");
-    assert_eq!(s.shutdown_grace, Duration::from_secs(3));
     assert_eq!(
-        s.otlp.map(|(url, _)| url).as_deref(),
+        s.server.broker.expect("a broker").url,
+        "redis://10.0.0.5:6379"
+    );
+    assert_eq!(s.http.shutdown_grace, Duration::from_secs(3));
+    assert_eq!(
+        s.observability.otlp.map(|(url, _)| url).as_deref(),
         Some("http://10.0.0.5:4318")
     );
-    assert!(s.approval_ledger.is_some() && s.state_key.is_some());
+    assert!(s.server.approval_ledger.is_some() && s.server.state_key.is_some());
 }

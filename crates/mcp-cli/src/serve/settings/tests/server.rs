@@ -5,11 +5,17 @@ use super::*;
 
 #[test]
 fn the_approval_ledger_comes_from_the_flag_or_the_file_and_must_be_postgres() {
-    assert!(resolve_with(&[], None).unwrap().approval_ledger.is_none());
+    assert!(
+        resolve_with(&[], None)
+            .unwrap()
+            .server
+            .approval_ledger
+            .is_none()
+    );
     let file = "[server]\napproval_ledger = \"postgres://ledger@db/mcp\"\n";
     let s = resolve_with(&[], Some(file)).unwrap();
     assert_eq!(
-        s.approval_ledger,
+        s.server.approval_ledger,
         Some((
             "postgres://ledger@db/mcp".to_owned(),
             "server.approval_ledger"
@@ -17,7 +23,7 @@ fn the_approval_ledger_comes_from_the_flag_or_the_file_and_must_be_postgres() {
     );
     let s = resolve_with(&["--approval-ledger", "postgresql://x@y/z"], Some(file)).unwrap();
     assert_eq!(
-        s.approval_ledger,
+        s.server.approval_ledger,
         Some(("postgresql://x@y/z".to_owned(), "--approval-ledger"))
     );
     let e = resolve_with(&["--approval-ledger", "redis://x"], None).unwrap_err();
@@ -29,24 +35,24 @@ fn the_approval_ledger_comes_from_the_flag_or_the_file_and_must_be_postgres() {
 #[test]
 fn the_task_store_and_the_task_threshold_come_from_the_flags_or_the_file() {
     let s = resolve_with(&[], None).unwrap();
-    assert!(s.task_store.is_none());
-    assert_eq!(s.task_after, Some(Duration::from_secs(5)));
+    assert!(s.server.task_store.is_none());
+    assert_eq!(s.server.task_after, Some(Duration::from_secs(5)));
     let file = "[server]\ntask_store = \"postgres://t@db/mcp\"\ntask_after = \"30s\"\n";
     let s = resolve_with(&[], Some(file)).unwrap();
     assert_eq!(
-        s.task_store,
+        s.server.task_store,
         Some(("postgres://t@db/mcp".to_owned(), "server.task_store"))
     );
-    assert_eq!(s.task_after, Some(Duration::from_secs(30)));
+    assert_eq!(s.server.task_after, Some(Duration::from_secs(30)));
     let s = resolve_with(&["--task-after", "off"], Some(file)).unwrap();
-    assert_eq!(s.task_after, None);
+    assert_eq!(s.server.task_after, None);
     let s = resolve_with(&["--task-after", "750ms"], None).unwrap();
-    assert_eq!(s.task_after, Some(Duration::from_millis(750)));
+    assert_eq!(s.server.task_after, Some(Duration::from_millis(750)));
     let s = resolve_with(&[], Some("[server]\ntask_after = \"off\"\n")).unwrap();
-    assert_eq!(s.task_after, None);
-    assert_eq!(s.task_runner_timeout, Duration::from_secs(30));
+    assert_eq!(s.server.task_after, None);
+    assert_eq!(s.server.task_runner_timeout, Duration::from_secs(30));
     let s = resolve_with(&["--task-runner-timeout", "10s"], Some(file)).unwrap();
-    assert_eq!(s.task_runner_timeout, Duration::from_secs(10));
+    assert_eq!(s.server.task_runner_timeout, Duration::from_secs(10));
     let e = resolve_with(&["--task-runner-timeout", "10s"], None).unwrap_err();
     assert!(
         e.starts_with("--task-runner-timeout: only with a shared task store"),
@@ -105,22 +111,22 @@ fn the_handler_deadline_comes_from_the_flag_over_the_file_over_five_minutes() {
 #[test]
 fn the_broker_the_shutdown_grace_and_previous_keys_come_from_the_flags_or_the_file() {
     let s = resolve_with(&[], None).unwrap();
-    assert!(s.broker.is_none());
-    assert_eq!(s.shutdown_grace, Duration::ZERO);
-    assert!(s.previous_state_keys.is_empty());
+    assert!(s.server.broker.is_none());
+    assert_eq!(s.http.shutdown_grace, Duration::ZERO);
+    assert!(s.server.previous_state_keys.is_empty());
 
     let file = "[server]\nbroker = \"nats://10.0.0.5:4222\"\nstate_key_file = \"new.key\"\n\
                 previous_state_key_files = [\"old.key\"]\n[http]\nshutdown_grace = 3\n";
     let s = resolve_with(&[], Some(file)).unwrap();
-    let broker = s.broker.expect("a broker");
+    let broker = s.server.broker.expect("a broker");
     assert_eq!(
         (broker.url.as_str(), broker.channel.as_str(), broker.key),
         ("nats://10.0.0.5:4222", "mcp.changes", "server.broker")
     );
-    assert_eq!(s.shutdown_grace, Duration::from_secs(3));
-    assert_eq!(s.previous_state_keys.len(), 1);
+    assert_eq!(s.http.shutdown_grace, Duration::from_secs(3));
+    assert_eq!(s.server.previous_state_keys.len(), 1);
     assert_eq!(
-        s.previous_state_keys[0].path,
+        s.server.previous_state_keys[0].path,
         PathBuf::from("/etc/mcp/old.key")
     );
 
@@ -136,12 +142,12 @@ fn the_broker_the_shutdown_grace_and_previous_keys_come_from_the_flags_or_the_fi
         Some(file),
     )
     .unwrap();
-    let broker = s.broker.expect("a broker");
+    let broker = s.server.broker.expect("a broker");
     assert_eq!(
         (broker.url.as_str(), broker.channel.as_str(), broker.key),
         ("redis://:pw@cache:6379", "prod.mcp", "--broker")
     );
-    assert_eq!(s.shutdown_grace, Duration::from_millis(500));
+    assert_eq!(s.http.shutdown_grace, Duration::from_millis(500));
 
     for (argv, says) in [
         (
