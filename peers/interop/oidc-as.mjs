@@ -16,7 +16,8 @@
 // its code, as a browser whose user approves would.
 //
 // Clients (client_secret_basic):
-//   mcp-client / mcp-client-secret   client_credentials, scopes mcp:tools mcp:admin mcp:read sample:read
+//   mcp-client / mcp-client-secret   client_credentials, every scope below
+//   mcp-other  / mcp-other-secret    client_credentials, the same scopes: a second principal
 //   mcp-rs     / mcp-rs-secret       the resource server itself, for introspection
 //
 // Keys: FILE holds private RSA JWKs {"keys": [...]}; missing kids among --sign and "a" are
@@ -80,6 +81,14 @@ const provider = new Provider(issuer, {
     {
       client_id: 'mcp-client',
       client_secret: 'mcp-client-secret',
+      grant_types: ['client_credentials'],
+      response_types: [],
+      redirect_uris: [],
+      scope: scopes,
+    },
+    {
+      client_id: 'mcp-other',
+      client_secret: 'mcp-other-secret',
       grant_types: ['client_credentials'],
       response_types: [],
       redirect_uris: [],

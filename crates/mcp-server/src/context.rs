@@ -188,13 +188,13 @@ impl RequestContext {
         static NONE: std::sync::OnceLock<ClientCapabilities> = std::sync::OnceLock::new();
         self.meta
             .client_capabilities
-            .as_ref()
+            .as_deref()
             .unwrap_or_else(|| NONE.get_or_init(ClientCapabilities::default))
     }
 
     /// The client's self-reported identity: for display and logs, never for decisions.
     pub fn client_info(&self) -> Option<&Implementation> {
-        self.meta.client_info.as_ref()
+        self.meta.client_info.as_deref()
     }
 
     /// Who is calling.

@@ -632,7 +632,7 @@ impl Server {
             }
             Incoming::Response(response) => {
                 probe.dismiss();
-                self.deliver_response(&response, None);
+                self.deliver_response(&response, None, &io.principal);
                 None
             }
         }

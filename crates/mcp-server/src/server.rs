@@ -50,6 +50,8 @@ pub struct ServerConfig {
     pub handler_timeout: Option<Duration>,
     /// The tasks extension: how long tasks are kept, how often clients poll, the limits.
     pub tasks: crate::tasks::TaskConfig,
+    /// What handshake-era sessions may keep of what their clients sent.
+    pub sessions: crate::legacy::SessionLimits,
 }
 
 impl Default for ServerConfig {
@@ -65,6 +67,7 @@ impl Default for ServerConfig {
             eras: crate::legacy::Eras::Both,
             handler_timeout: None,
             tasks: crate::tasks::TaskConfig::default(),
+            sessions: crate::legacy::SessionLimits::default(),
         }
     }
 }
@@ -91,6 +94,8 @@ pub(crate) struct Inner {
     metrics: Option<Metrics>,
     /// Server-to-client requests of legacy sessions waiting for their answers.
     pub(crate) outbound: crate::legacy::Outbound,
+    /// The bytes every handshake-era session keeps of what its client sent.
+    pub(crate) kept: Arc<crate::legacy::Kept>,
     /// The application states handlers take as `State<S>`.
     pub(crate) states: StateMap,
     /// The tasks extension: the store and the tasks running here.
@@ -718,6 +723,7 @@ impl ServerBuilder {
                 observer,
                 metrics: self.metrics,
                 outbound: crate::legacy::Outbound::default(),
+                kept: Arc::default(),
                 states: self.states,
                 tasks: crate::tasks::TaskRuntime::new(
                     self.task_store

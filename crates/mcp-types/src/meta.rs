@@ -1,6 +1,8 @@
 //! The `_meta` objects: the per-request envelope of the stateless protocol, result and notification
 //! metadata, and the base parameter shapes that carry them.
 
+use std::sync::Arc;
+
 use mcp_jsonrpc::Id;
 use serde::{Deserialize, Serialize};
 
@@ -44,10 +46,11 @@ open_object! {
         /// The protocol revision the client speaks on this request.
         pub protocol_version: Option<String> = meta_keys::PROTOCOL_VERSION,
         /// The capabilities the client declares for this request only; servers MUST NOT remember
-        /// them across requests.
-        pub client_capabilities: Option<ClientCapabilities> = meta_keys::CLIENT_CAPABILITIES,
+        /// them across requests. Shared (`Arc`), so that a client sending the same capabilities on
+        /// every request, or a handshake-era session standing in for them, clones nothing.
+        pub client_capabilities: Option<Arc<ClientCapabilities>> = meta_keys::CLIENT_CAPABILITIES,
         /// The client's self-reported identity; a server MUST NOT reject a request without it.
-        pub client_info: Option<Implementation> = meta_keys::CLIENT_INFO,
+        pub client_info: Option<Arc<Implementation>> = meta_keys::CLIENT_INFO,
         /// The lowest log level the client wants; without it the server MUST NOT send
         /// `notifications/message` for this request.
         pub log_level: Option<LoggingLevel> = meta_keys::LOG_LEVEL,
@@ -60,17 +63,17 @@ impl RequestMeta {
     /// A request envelope with the two required keys set.
     pub fn new(
         protocol_version: impl Into<String>,
-        client_capabilities: ClientCapabilities,
+        client_capabilities: impl Into<Arc<ClientCapabilities>>,
     ) -> Self {
         RequestMeta {
             protocol_version: Some(protocol_version.into()),
-            client_capabilities: Some(client_capabilities),
+            client_capabilities: Some(client_capabilities.into()),
             ..RequestMeta::default()
         }
     }
 
     /// A request envelope for [`LATEST_PROTOCOL_VERSION`] with the given capabilities.
-    pub fn latest(client_capabilities: ClientCapabilities) -> Self {
+    pub fn latest(client_capabilities: impl Into<Arc<ClientCapabilities>>) -> Self {
         Self::new(LATEST_PROTOCOL_VERSION, client_capabilities)
     }
 
@@ -87,8 +90,8 @@ impl RequestMeta {
 
     /// Sets the client identity.
     #[must_use]
-    pub fn with_client_info(mut self, client_info: Implementation) -> Self {
-        self.client_info = Some(client_info);
+    pub fn with_client_info(mut self, client_info: impl Into<Arc<Implementation>>) -> Self {
+        self.client_info = Some(client_info.into());
         self
     }
 

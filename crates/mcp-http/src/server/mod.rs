@@ -56,6 +56,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use body::McpBody;
 pub use health::Health;
+pub use legacy::ClientAddr;
 pub use legacy::LegacyMode;
 pub use metrics::MetricsService;
 pub use policy::{OriginPolicy, Refusal};
@@ -148,6 +149,11 @@ pub struct HttpConfig {
     pub legacy: LegacyMode,
     /// The most legacy sessions kept at once; `initialize` gets 503 beyond it.
     pub max_sessions: usize,
+    /// The most legacy sessions one caller may keep at once: a principal behind an auth layer,
+    /// else a client address (an IPv6 /64; loopback addresses are not counted apart). A caller at
+    /// its share that opens another ends its own least recently used idle session to make room,
+    /// and gets 503 when all of them are in use. The default is 256.
+    pub max_sessions_per_caller: usize,
     /// How long a legacy session may go unused (no request, no open GET stream) before it ends.
     pub session_idle: Duration,
 }
@@ -173,6 +179,7 @@ impl Default for HttpConfig {
             health: None,
             legacy: LegacyMode::Sessions,
             max_sessions: 10_000,
+            max_sessions_per_caller: 256,
             session_idle: Duration::from_secs(30 * 60),
         }
     }
@@ -337,14 +344,13 @@ impl McpService {
             if let Some(response) = self.legacy_get_or_delete(probe, &parts) {
                 return response;
             }
-            let mut response = refuse(
-                probe,
-                StatusCode::METHOD_NOT_ALLOWED,
-                "this endpoint accepts only POST (no GET stream and no session to DELETE)",
-            );
-            response
-                .headers_mut()
-                .insert(ALLOW, HeaderValue::from_static("POST"));
+            let (status, message, allow) = self.not_post(&parts);
+            let mut response = refuse(probe, status, message);
+            if let Some(allow) = allow {
+                response
+                    .headers_mut()
+                    .insert(ALLOW, HeaderValue::from_static(allow));
+            }
             return response;
         }
         if !accepts_both(&parts.headers) {

@@ -22,7 +22,7 @@ use super::h1::{self, RequestBody};
 use super::h2;
 use super::stop::{Stop, Watched};
 use super::throttle::{Throttle, throttled_warn};
-use super::{McpBody, McpService, MetricsService};
+use super::{ClientAddr, McpBody, McpService, MetricsService};
 
 /// How long a metrics listener lets scrapes in progress finish after shutdown begins.
 const METRICS_DRAIN: Duration = Duration::from_secs(2);
@@ -524,7 +524,15 @@ where
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
         }
-        let handler = handler.clone();
+        // Every request learns the address it came from: handshake-era sessions of anonymous
+        // callers are counted per address.
+        let handler = {
+            let handler = handler.clone();
+            move |mut req: Request<RequestBody>| {
+                req.extensions_mut().insert(ClientAddr(peer));
+                handler(req)
+            }
+        };
         let http2 = http2.clone();
         let (stop, stopping) = (stop.clone(), stopping.clone());
         #[cfg(feature = "tls")]

@@ -12,7 +12,6 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use mcp_jsonrpc::{ErrorObject, Id, RawValue};
@@ -21,9 +20,9 @@ use serde_json::{Map, Value, json};
 use tokio::sync::oneshot;
 
 use super::LegacySession;
-use crate::Server;
 use crate::context::NotificationSink;
 use crate::router::{CallFields, Outcome, Prepared, Reply, RequestIo, error_reply};
+use crate::{Principal, Server};
 
 /// The most rounds of input one request may take before it is refused; a handler that keeps
 /// asking would otherwise hold the request forever.
@@ -34,45 +33,58 @@ type Answer = Result<Box<RawValue>, ErrorObject>;
 
 /// The server-to-client requests waiting for their answers, across every session and transport.
 ///
-/// Ids are a random per-process prefix and a counter: a client cannot guess the id of a request
-/// sent to another client, and an answer for a session other than the one asked is refused.
+/// Each request is bound to whoever it was sent to: the principal of the request that asked (its
+/// [`Principal::id`], empty when anonymous) and, where there is one, the session. Its id is 128
+/// random bits of its own, so one id seen tells nothing of another. An answer is taken only from
+/// the same principal on the same session; from anyone else it is refused exactly as an answer to
+/// an unknown id is, and the request keeps waiting for its own client.
+///
+/// [`Principal::id`]: crate::Principal::id
+#[derive(Default)]
 pub(crate) struct Outbound {
-    prefix: String,
-    next: AtomicU64,
     pending: Mutex<HashMap<String, Pending>>,
 }
 
 struct Pending {
     /// The session asked, when there is one (stateless legacy HTTP has none).
     session: Option<String>,
+    /// The principal asked ([`Principal::id`](crate::Principal::id)).
+    owner: String,
     answer: oneshot::Sender<Answer>,
 }
 
-impl Default for Outbound {
-    fn default() -> Self {
-        let mut bytes = [0u8; 12];
-        getrandom::fill(&mut bytes).expect("the operating system provides random bytes");
-        let prefix: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        Outbound {
-            prefix: format!("s-{prefix}-"),
-            next: AtomicU64::new(1),
-            pending: Mutex::new(HashMap::new()),
-        }
+/// A fresh server-to-client request id: `s-` and 128 bits from the operating system's CSPRNG.
+fn request_id() -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the operating system provides random bytes");
+    let mut id = String::with_capacity(34);
+    id.push_str("s-");
+    for b in bytes {
+        use std::fmt::Write as _;
+        let _ = write!(id, "{b:02x}");
     }
+    id
 }
 
 impl Outbound {
-    fn register(&self, session: Option<&str>) -> (String, oneshot::Receiver<Answer>) {
-        let id = format!(
-            "{}{}",
-            self.prefix,
-            self.next.fetch_add(1, Ordering::Relaxed)
-        );
+    fn register(
+        &self,
+        session: Option<&str>,
+        owner: String,
+    ) -> (String, oneshot::Receiver<Answer>) {
         let (tx, rx) = oneshot::channel();
-        self.pending.lock().expect("outbound lock").insert(
+        let mut pending = self.pending.lock().expect("outbound lock");
+        let id = loop {
+            let id = request_id();
+            if !pending.contains_key(&id) {
+                break id;
+            }
+        };
+        pending.insert(
             id.clone(),
             Pending {
                 session: session.map(str::to_owned),
+                owner,
                 answer: tx,
             },
         );
@@ -142,11 +154,16 @@ struct Embedded {
 
 impl Server {
     /// Hands a JSON-RPC response from a client to the server-to-client request it answers.
-    /// Returns whether one was waiting (an answer to nothing, or for another session, is dropped).
+    ///
+    /// `session` is the session the response came on (if any) and `principal` who sent it. The
+    /// answer is taken only when a request with its id waits for an answer from that principal on
+    /// that session; returns whether it was. An answer to nothing, or to a request sent to another
+    /// principal or session, is dropped and changes nothing: the request keeps waiting.
     pub fn deliver_response(
         &self,
         response: &mcp_jsonrpc::Response<'_>,
         session: Option<&LegacySession>,
+        principal: &Principal,
     ) -> bool {
         let Some(Id::Str(id)) = &response.id else {
             return false;
@@ -154,7 +171,7 @@ impl Server {
         let outbound = &self.inner.outbound;
         let mut pending = outbound.pending.lock().expect("outbound lock");
         let belongs = pending.get(&**id).is_some_and(|p| {
-            p.session.is_none() || p.session.as_deref() == session.map(|s| s.id())
+            p.session.as_deref() == session.map(|s| s.id()) && p.owner == principal.id()
         });
         if !belongs {
             return false;
@@ -229,7 +246,13 @@ impl Server {
                 return Reply::Message(error_reply(Some(&id), &e, false));
             };
             let answers = match self
-                .ask_all(session, &sink, asked.result.input_requests, &io.cancel)
+                .ask_all(
+                    session,
+                    &io.principal,
+                    &sink,
+                    asked.result.input_requests,
+                    &io.cancel,
+                )
                 .await
             {
                 Ok(answers) => answers,
@@ -271,6 +294,7 @@ impl Server {
     async fn ask_all(
         &self,
         session: &LegacySession,
+        principal: &Principal,
         sink: &std::sync::Arc<dyn NotificationSink>,
         requests: Map<String, Value>,
         cancel: &tokio_util::sync::CancellationToken,
@@ -281,7 +305,7 @@ impl Server {
             })?;
             let params = legacy_params(session.version(), &embedded.method, embedded.params);
             let answer = self
-                .ask(session, sink, &embedded.method, params, cancel)
+                .ask(session, principal, sink, &embedded.method, params, cancel)
                 .await?;
             Ok::<_, ErrorObject>((key, answer))
         });
@@ -293,6 +317,7 @@ impl Server {
     async fn ask(
         &self,
         session: &LegacySession,
+        principal: &Principal,
         sink: &std::sync::Arc<dyn NotificationSink>,
         method: &str,
         params: Value,
@@ -301,7 +326,7 @@ impl Server {
         let outbound = &self.inner.outbound;
         // A stateless session's answer comes on a request that names no session.
         let bound = (!session.inner.stateless).then(|| session.id());
-        let (id, answer) = outbound.register(bound);
+        let (id, answer) = outbound.register(bound, principal.id());
         let mut forget = Forget {
             outbound,
             id: &id,

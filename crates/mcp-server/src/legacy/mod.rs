@@ -22,6 +22,8 @@
 
 mod bridge;
 mod events;
+mod limits;
+mod subscribe;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,6 +37,8 @@ use tokio_util::sync::CancellationToken;
 
 pub(crate) use bridge::Outbound;
 pub use events::LegacyNotifications;
+pub(crate) use limits::Kept;
+pub use limits::SessionLimits;
 
 use crate::observe::RequestEra;
 use crate::router::{Outcome, Prepared, Reply, ReplyMessage, RequestIo, error_reply};
@@ -66,10 +70,14 @@ struct SessionState {
     /// Unguessable: on HTTP this is the `Mcp-Session-Id`.
     id: String,
     version: &'static str,
-    capabilities: ClientCapabilities,
-    client_info: Option<Implementation>,
+    /// Shared with every request of the session, which stands them in for its `_meta`.
+    capabilities: Arc<ClientCapabilities>,
+    client_info: Option<Arc<Implementation>>,
     log_level: Mutex<Option<LoggingLevel>>,
     subscriptions: Mutex<BTreeSet<String>>,
+    /// The bytes this session keeps of what its client sent, counted against the server's
+    /// [`SessionLimits::memory`]; given back when the session is dropped.
+    charge: Option<limits::Charge>,
     /// Who subscribed: the updates of resources below a subscribed URI are checked against it.
     /// On HTTP a session serves only the principal that opened it.
     subscriber: Mutex<Principal>,
@@ -111,7 +119,13 @@ impl LegacySession {
 
     /// The client's self-reported identity.
     pub fn client_info(&self) -> Option<&Implementation> {
-        self.inner.client_info.as_ref()
+        self.inner.client_info.as_deref()
+    }
+
+    /// The bytes of JSON this session keeps of what its client sent: its declarations and its
+    /// subscriptions' URIs (see [`SessionLimits`]).
+    pub fn kept_bytes(&self) -> usize {
+        self.inner.charge.as_ref().map_or(0, limits::Charge::bytes)
     }
 
     /// Whether the client has sent `notifications/initialized`.
@@ -215,15 +229,37 @@ impl Drop for TrackGuard {
     }
 }
 
-/// `initialize` params, as far as the server uses them.
+/// `initialize` params, as far as the server uses them; the declarations are measured before
+/// they are read.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct InitializeParams {
+struct InitializeParams<'a> {
     protocol_version: String,
-    #[serde(default)]
-    capabilities: ClientCapabilities,
-    #[serde(default)]
-    client_info: Option<Implementation>,
+    #[serde(default, borrow)]
+    capabilities: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    client_info: Option<&'a RawValue>,
+}
+
+/// Reads one declaration of `initialize` that a session keeps, refusing one larger than `limit`
+/// bytes of JSON with -32602.
+fn declaration<T: serde::de::DeserializeOwned>(
+    raw: Option<&RawValue>,
+    name: &str,
+    limit: usize,
+) -> Result<(Option<T>, usize), ErrorObject> {
+    let Some(raw) = raw.filter(|r| r.get() != "null") else {
+        return Ok((None, 0));
+    };
+    let len = raw.get().len();
+    if len > limit {
+        return Err(ErrorObject::invalid_params(format_args!(
+            "initialize: params.{name} is {len} bytes of JSON; a session keeps at most {limit}"
+        )));
+    }
+    let value = crate::methods::decode::<T>(Some(raw))
+        .map_err(|e| ErrorObject::invalid_params(format_args!("params.{name}: {}", e.message)))?;
+    Ok((Some(value), len))
 }
 
 /// A fresh session id: 128 bits from the operating system's CSPRNG, as 32 hex digits (visible
@@ -251,8 +287,24 @@ impl Server {
         &self,
         req: &Prepared<'_>,
     ) -> Result<(ReplyMessage, LegacySession), ReplyMessage> {
-        let params: InitializeParams =
+        let params: InitializeParams<'_> =
             crate::methods::params(req).map_err(|e| error_reply(Some(&req.id), &e, false))?;
+        let bounds = &self.inner.config.sessions;
+        let read = || -> Result<_, ErrorObject> {
+            let (capabilities, a) = declaration::<ClientCapabilities>(
+                params.capabilities,
+                "capabilities",
+                bounds.capabilities,
+            )?;
+            let (client_info, b) = declaration::<Implementation>(
+                params.client_info,
+                "clientInfo",
+                bounds.client_info,
+            )?;
+            Ok((capabilities.unwrap_or_default(), client_info, a + b))
+        };
+        let (capabilities, client_info, declared) =
+            read().map_err(|e| error_reply(Some(&req.id), &e, false))?;
         let version = LEGACY_VERSIONS
             .iter()
             .copied()
@@ -277,10 +329,11 @@ impl Server {
             inner: Arc::new(SessionState {
                 id: session_id(),
                 version,
-                capabilities: params.capabilities,
-                client_info: params.client_info,
+                capabilities: Arc::new(capabilities),
+                client_info: client_info.map(Arc::new),
                 log_level: Mutex::new(None),
                 subscriptions: Mutex::new(BTreeSet::new()),
+                charge: Some(limits::Charge::new(self.inner.kept.clone(), declared)),
                 subscriber: Mutex::new(Principal::anonymous()),
                 initialized: AtomicBool::new(false),
                 in_flight: Mutex::new(HashMap::new()),
@@ -307,10 +360,12 @@ impl Server {
             inner: Arc::new(SessionState {
                 id: session_id(),
                 version,
-                capabilities,
+                capabilities: Arc::new(capabilities),
                 client_info: None,
                 log_level: Mutex::new(None),
                 subscriptions: Mutex::new(BTreeSet::new()),
+                // One request's session keeps nothing past its request.
+                charge: None,
                 subscriber: Mutex::new(Principal::anonymous()),
                 initialized: AtomicBool::new(true),
                 in_flight: Mutex::new(HashMap::new()),
@@ -390,28 +445,11 @@ impl Server {
                     uri: String,
                 }
                 return match crate::methods::params::<Subscribe>(&req) {
+                    Ok(p) if req.method == "resources/subscribe" => {
+                        Reply::Message(self.subscribe(session, &id, p.uri, &io.principal))
+                    }
                     Ok(p) => {
-                        // As for listen streams: updates are for callers who may read it.
-                        if req.method == "resources/subscribe"
-                            && let Some(found) = self.inner.registry.load().find_resource(&p.uri)
-                            && !found.scopes.allows(&io.principal)
-                        {
-                            let what = format!("the resource {}", p.uri);
-                            return Reply::Message(crate::scopes::refusal(
-                                &id,
-                                &what,
-                                &found.scopes,
-                            ));
-                        }
-                        let mut subs = session.inner.subscriptions.lock().expect("subscriptions");
-                        if req.method == "resources/subscribe" {
-                            *session.inner.subscriber.lock().expect("subscriber") =
-                                io.principal.clone();
-                            subs.insert(p.uri);
-                        } else {
-                            subs.remove(&p.uri);
-                        }
-                        drop(subs);
+                        session.unsubscribe(&p.uri);
                         empty(self)
                     }
                     Err(e) => Reply::Message(error_reply(Some(&id), &e, false)),
@@ -421,7 +459,7 @@ impl Server {
         }
         // What the handshake settled stands in for the modern per-request envelope.
         req.meta.protocol_version = Some(session.inner.version.to_owned());
-        req.meta.client_capabilities = Some(session.inner.capabilities.clone());
+        req.meta.client_capabilities = Some(Arc::clone(&session.inner.capabilities));
         req.meta.client_info = session.inner.client_info.clone();
         req.meta.log_level = session.log_level();
         req.legacy = true;

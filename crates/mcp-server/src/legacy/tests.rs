@@ -434,3 +434,222 @@ fn result_types_are_cut_out_in_place_or_by_decoding() {
     let none = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_vec();
     assert_eq!(without_result_type(none.clone()), none);
 }
+
+/// A server whose sessions keep little: two subscriptions of at most 64 bytes of URIs, URIs of
+/// at most 40 bytes, 300 bytes of declarations, and `budget` bytes across sessions.
+fn small_server(budget: usize) -> Server {
+    let sessions = SessionLimits {
+        capabilities: 200,
+        client_info: 100,
+        subscriptions: 2,
+        uri: 40,
+        subscription_bytes: 64,
+        memory: budget,
+    };
+    Server::builder("small", "1.0.0")
+        .config(crate::ServerConfig {
+            sessions,
+            ..Default::default()
+        })
+        .template_handler(
+            mcp_types::ResourceTemplate::new("test://t/{x}", "t"),
+            |_ctx: RequestContext, uri: String, _vars| async move {
+                Ok::<_, HandlerError>(vec![ResourceContents::from(TextResourceContents::new(
+                    uri, "T",
+                ))])
+            },
+        )
+        .build()
+        .expect("the server builds")
+}
+
+#[tokio::test]
+async fn initialize_refuses_declarations_beyond_the_session_limits() {
+    let server = small_server(1 << 20);
+    let mut pipe = Pipe::start(server.clone());
+    let big = json!({"experimental": {"x": "y".repeat(300)}});
+    let reply = pipe
+        .call(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": big,
+                   "clientInfo": {"name": "h", "version": "1"}}),
+        )
+        .await;
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("params.capabilities") && message.contains("at most 200"),
+        "{message}"
+    );
+    let reply = pipe
+        .call(
+            1,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "h".repeat(200), "version": "1"}}),
+        )
+        .await;
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("params.clientInfo"),
+        "{reply}"
+    );
+    // A malformed declaration is still named by its path.
+    let reply = pipe
+        .call(
+            2,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": 5}}),
+        )
+        .await;
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("params.capabilities"),
+        "{reply}"
+    );
+    // Nothing refused was kept; a session within the limits is.
+    assert_eq!(server.inner.kept.get(), 0);
+    let ok = pipe.initialize("2025-11-25", json!({"roots": {}})).await;
+    assert_eq!(ok["result"]["protocolVersion"], "2025-11-25", "{ok}");
+    assert!(server.inner.kept.get() > 0);
+}
+
+#[tokio::test]
+async fn subscriptions_are_bounded_and_must_name_a_resource() {
+    let server = small_server(1 << 20);
+    let mut pipe = Pipe::start(server.clone());
+    pipe.initialize("2025-11-25", json!({})).await;
+    let declared = server.inner.kept.get();
+    let subscribe = |uri: String| json!({"uri": uri});
+
+    let unknown = pipe
+        .call(1, "resources/subscribe", subscribe("other://x".into()))
+        .await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    assert_eq!(unknown["error"]["data"]["uri"], "other://x", "{unknown}");
+
+    let long = pipe
+        .call(
+            2,
+            "resources/subscribe",
+            subscribe(format!("test://t/{}", "a".repeat(40))),
+        )
+        .await;
+    assert_eq!(long["error"]["code"], -32602, "{long}");
+    assert!(
+        long["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("at most 40")
+    );
+
+    for (id, uri) in [
+        (3, "test://t/one"),
+        (4, "test://t/two"),
+        (5, "test://t/two"),
+    ] {
+        let ok = pipe
+            .call(id, "resources/subscribe", subscribe(uri.into()))
+            .await;
+        assert_eq!(ok["result"], json!({}), "{ok}");
+    }
+    assert_eq!(
+        server.inner.kept.get(),
+        declared + "test://t/one".len() + "test://t/two".len(),
+        "a repeated subscription is kept once"
+    );
+    let third = pipe
+        .call(6, "resources/subscribe", subscribe("test://t/three".into()))
+        .await;
+    assert_eq!(third["error"]["code"], -32602, "{third}");
+    assert!(
+        third["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("subscribed to 2"),
+        "{third}"
+    );
+
+    // Unsubscribing gives the room and the bytes back.
+    let off = pipe
+        .call(7, "resources/unsubscribe", subscribe("test://t/one".into()))
+        .await;
+    assert_eq!(off["result"], json!({}), "{off}");
+    assert_eq!(server.inner.kept.get(), declared + "test://t/two".len());
+    // 12 + 38 bytes of URIs are within 64; one more would not be.
+    let fits = pipe
+        .call(
+            8,
+            "resources/subscribe",
+            subscribe(format!("test://t/{}", "b".repeat(29))),
+        )
+        .await;
+    assert_eq!(fits["result"], json!({}), "{fits}");
+    pipe.call(9, "resources/unsubscribe", subscribe("test://t/two".into()))
+        .await;
+    let over = pipe
+        .call(
+            10,
+            "resources/subscribe",
+            subscribe(format!("test://t/{}", "c".repeat(30))),
+        )
+        .await;
+    assert_eq!(over["error"]["code"], -32602, "{over}");
+    assert!(
+        over["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("bytes of URIs"),
+        "{over}"
+    );
+}
+
+#[tokio::test]
+async fn sessions_give_back_what_they_kept_and_the_budget_holds_across_them() {
+    // What one session of `Pipe::initialize` declares, in bytes of JSON.
+    let declared = r#"{"roots":{}}"#.len() + r#"{"name":"old-host","version":"1"}"#.len();
+    let uri = "test://t/one";
+    // Room for two sessions and one subscription, not for a second subscription.
+    let budget = 2 * declared + uri.len() + 5;
+    let server = small_server(budget);
+    {
+        let mut alice = Pipe::start(server.clone());
+        alice.initialize("2025-11-25", json!({"roots": {}})).await;
+        assert_eq!(server.inner.kept.get(), declared);
+        let ok = alice
+            .call(1, "resources/subscribe", json!({"uri": uri}))
+            .await;
+        assert_eq!(ok["result"], json!({}), "{ok}");
+        let mut bob = Pipe::start(server.clone());
+        bob.initialize("2025-11-25", json!({"roots": {}})).await;
+        assert_eq!(server.inner.kept.get(), 2 * declared + uri.len());
+        assert!(!server.legacy_sessions_full());
+        let refused = bob
+            .call(2, "resources/subscribe", json!({"uri": "test://t/two"}))
+            .await;
+        assert_eq!(refused["error"]["code"], -32603, "{refused}");
+        assert_eq!(server.inner.kept.get(), 2 * declared + uri.len());
+        // A third session is over the budget: a transport that keeps sessions refuses it.
+        let mut carol = Pipe::start(server.clone());
+        carol.initialize("2025-11-25", json!({"roots": {}})).await;
+        assert!(server.legacy_sessions_full());
+    }
+    // The pipes are closed: their sessions end and give everything back.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while server.inner.kept.get() != 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "kept {}",
+            server.inner.kept.get()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!server.legacy_sessions_full());
+}

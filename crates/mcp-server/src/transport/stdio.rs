@@ -310,7 +310,10 @@ impl Connection {
             }
             Incoming::Response(response) => {
                 probe.dismiss();
-                if !self.server.deliver_response(&response, session.as_ref()) {
+                if !self
+                    .server
+                    .deliver_response(&response, session.as_ref(), &self.principal)
+                {
                     tracing::debug!("ignored a JSON-RPC response that answers nothing asked");
                 }
                 return;

@@ -415,6 +415,10 @@ impl<'de> Deserialize<'de> for ListRootsRequest {
 /// Decoding tells the kinds apart by their keys (`action` for elicitation, `roots` for roots,
 /// otherwise a sampling result), never by trial and error.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "answers live for one request round; boxing would cost an allocation on the common path"
+)]
 pub enum InputResponse {
     /// The answer to `elicitation/create`.
     Elicit(ElicitResult),

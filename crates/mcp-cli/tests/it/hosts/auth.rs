@@ -28,7 +28,7 @@ impl Drop for Oidc {
 
 impl Oidc {
     /// Starts the AS issuing JWT access tokens for `resource`.
-    fn start(peers: &Peers, resource: &str) -> Oidc {
+    pub(super) fn start(peers: &Peers, resource: &str) -> Oidc {
         Self::start_with(peers, resource, &[])
     }
 
@@ -59,10 +59,16 @@ impl Oidc {
         }
     }
 
-    /// A client_credentials token for `resource`.
+    /// A client_credentials token of the client `mcp-client` for `resource`.
     fn token(&self, resource: &str, scope: &str) -> String {
+        self.token_of("mcp-client", resource, scope)
+    }
+
+    /// A client_credentials token of `client` (`mcp-client` or `mcp-other`, whose secret is its
+    /// name and `-secret`) for `resource`: the client is the token's subject.
+    pub(super) fn token_of(&self, client: &str, resource: &str, scope: &str) -> String {
         let basic =
-            base64::engine::general_purpose::STANDARD.encode("mcp-client:mcp-client-secret");
+            base64::engine::general_purpose::STANDARD.encode(format!("{client}:{client}-secret"));
         let body = format!(
             "grant_type=client_credentials&resource={}&scope={}",
             percent(resource),

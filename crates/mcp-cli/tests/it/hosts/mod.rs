@@ -17,6 +17,7 @@
 //! these tests return at once and say so in one line (they fail under `MCP_RS_REQUIRE_ALL`, as
 //! `scripts/test` runs them).
 
+mod answers;
 mod auth;
 mod inspector;
 mod login;

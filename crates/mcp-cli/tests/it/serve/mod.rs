@@ -2,6 +2,7 @@
 //! SQLite files, the local PostgreSQL and the local MariaDB) and the filesystem adapter, driven by the `mcp` client
 //! commands and by `mcp-client`.
 
+pub(crate) mod answers;
 mod approvals;
 mod cluster;
 mod config;

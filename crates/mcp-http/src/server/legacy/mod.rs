@@ -53,20 +53,77 @@ pub enum LegacyMode {
     Stateless,
 }
 
+/// The address a request came from, put in its extensions by the listener ([`serve`] and its
+/// siblings). Behind an auth layer sessions are counted per principal; without one, per address
+/// (loopback addresses excepted, since every local client shares them). When the service is
+/// mounted elsewhere, insert it to get the same.
+///
+/// [`serve`]: crate::server::serve
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientAddr(pub std::net::SocketAddr);
+
 /// The live sessions of one endpoint.
 #[derive(Default)]
 pub(crate) struct Sessions {
-    map: Mutex<HashMap<String, Entry>>,
+    map: Mutex<Table>,
     next_sweep: Mutex<Option<Instant>>,
+}
+
+#[derive(Default)]
+struct Table {
+    entries: HashMap<String, Entry>,
+    /// How many sessions each caller holds, by [`Entry::caller`].
+    per_caller: HashMap<Arc<str>, usize>,
 }
 
 struct Entry {
     session: LegacySession,
     /// The principal that opened it ([`Principal::id`]; empty when anonymous): only it may use it.
     owner: String,
+    /// Whose share of the sessions it counts against: the principal, or for anonymous callers
+    /// the address they came from; `None` when neither is known (loopback).
+    caller: Option<Arc<str>>,
     last_used: Instant,
     /// Open GET streams: a session with one is never idle.
     streams: Arc<OpenStreams>,
+}
+
+impl Entry {
+    /// Whether the session is in use: a request in flight or a GET stream open.
+    fn busy(&self) -> bool {
+        self.streams.any() || self.session.requests_in_flight() > 0
+    }
+}
+
+impl Table {
+    fn remove(&mut self, id: &str) -> Option<Entry> {
+        let entry = self.entries.remove(id)?;
+        if let Some(caller) = &entry.caller
+            && let Some(count) = self.per_caller.get_mut(caller)
+        {
+            *count -= 1;
+            if *count == 0 {
+                self.per_caller.remove(caller);
+            }
+        }
+        Some(entry)
+    }
+}
+
+/// Why a new session was not kept.
+pub(crate) enum Full {
+    /// The endpoint holds as many sessions as it may.
+    Endpoint,
+    /// The caller holds as many as one caller may, and none of them is idle.
+    Caller,
+}
+
+/// How many sessions an endpoint keeps, in all and per caller.
+#[derive(Clone, Copy)]
+pub(crate) struct Quota {
+    pub(crate) max: usize,
+    pub(crate) per_caller: usize,
+    pub(crate) idle: Duration,
 }
 
 /// Why a session header could not be used.
@@ -89,20 +146,28 @@ impl Sessions {
         }
         let mut ended = Vec::new();
         {
-            let mut map = self.map.lock().expect("sessions lock");
-            map.retain(|_, e| {
-                let live = now.duration_since(e.last_used) < idle
-                    || e.streams.any()
-                    || e.session.requests_in_flight() > 0;
-                if !live {
-                    ended.push(e.session.clone());
+            let mut table = self.map.lock().expect("sessions lock");
+            let expired: Vec<String> = table
+                .entries
+                .iter()
+                .filter(|(_, e)| now.duration_since(e.last_used) >= idle && !e.busy())
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in expired {
+                if let Some(e) = table.remove(&id) {
+                    ended.push(e.session);
                 }
-                live
-            });
+            }
             // A burst of sessions that has ended should not keep its table: give most of it back.
+            let map = &mut table.entries;
             if map.capacity() > 64 && map.len() < map.capacity() / 4 {
                 let keep = map.len() * 2;
                 map.shrink_to(keep);
+            }
+            let counts = &mut table.per_caller;
+            if counts.capacity() > 64 && counts.len() < counts.capacity() / 4 {
+                let keep = counts.len() * 2;
+                counts.shrink_to(keep);
             }
         }
         for session in ended {
@@ -110,23 +175,59 @@ impl Sessions {
         }
     }
 
-    fn insert(&self, session: LegacySession, owner: String, max: usize, idle: Duration) -> bool {
+    /// Keeps a new session, or says why not. A caller at its share makes room by ending its own
+    /// least recently used idle session (its host, told 404 next time, starts again, as after an
+    /// expiry); one whose sessions are all in use is refused. So no caller can take the sessions
+    /// of others, and a caller that leaves sessions behind only ever loses its own.
+    fn insert(
+        &self,
+        session: LegacySession,
+        owner: String,
+        caller: Option<Arc<str>>,
+        quota: Quota,
+    ) -> Result<(), Full> {
         let now = Instant::now();
-        self.sweep(idle, now);
-        let mut map = self.map.lock().expect("sessions lock");
-        if map.len() >= max {
-            return false;
+        self.sweep(quota.idle, now);
+        let mut evicted = None;
+        let mut table = self.map.lock().expect("sessions lock");
+        if let Some(caller) = &caller
+            && table.per_caller.get(caller).copied().unwrap_or(0) >= quota.per_caller
+        {
+            let oldest = table
+                .entries
+                .iter()
+                .filter(|(_, e)| e.caller.as_ref() == Some(caller) && !e.busy())
+                .min_by_key(|(_, e)| e.last_used)
+                .map(|(id, _)| id.clone());
+            let Some(oldest) = oldest else {
+                return Err(Full::Caller);
+            };
+            evicted = table.remove(&oldest).map(|e| e.session);
         }
-        map.insert(
+        if table.entries.len() >= quota.max {
+            return Err(Full::Endpoint);
+        }
+        if let Some(caller) = &caller {
+            *table.per_caller.entry(caller.clone()).or_insert(0) += 1;
+        }
+        table.entries.insert(
             session.id().to_owned(),
             Entry {
                 session,
                 owner,
+                caller,
                 last_used: now,
                 streams: Arc::new(OpenStreams::default()),
             },
         );
-        true
+        drop(table);
+        if let Some(session) = evicted {
+            tracing::debug!(
+                "a caller at its share of sessions opened another; its oldest idle one ended"
+            );
+            session.close();
+        }
+        Ok(())
     }
 
     fn find(
@@ -151,8 +252,8 @@ impl Sessions {
         let id = std::str::from_utf8(id).map_err(|_| Lookup::Malformed)?;
         let now = Instant::now();
         self.sweep(idle, now);
-        let mut map = self.map.lock().expect("sessions lock");
-        let entry = map.get_mut(id).ok_or(Lookup::Unknown)?;
+        let mut table = self.map.lock().expect("sessions lock");
+        let entry = table.entries.get_mut(id).ok_or(Lookup::Unknown)?;
         // A session belongs to the caller that opened it: behind an auth layer, another token's
         // holder who learnt its id is told it does not exist, as for any id it could guess.
         if entry.owner != owner_of(parts) {
@@ -171,18 +272,16 @@ impl Sessions {
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.map.lock().expect("sessions lock").len()
+        self.map.lock().expect("sessions lock").entries.len()
     }
 
     /// Ends every session (the endpoint is going away).
     pub(crate) fn close_all(&self) {
-        let all: Vec<_> = self
-            .map
-            .lock()
-            .expect("sessions lock")
-            .drain()
-            .map(|(_, e)| e.session)
-            .collect();
+        let all: Vec<_> = {
+            let mut table = self.map.lock().expect("sessions lock");
+            table.per_caller.clear();
+            table.entries.drain().map(|(_, e)| e.session).collect()
+        };
         for session in all {
             session.close();
         }
@@ -341,6 +440,47 @@ impl McpService {
         Some(sse_response(McpBody::session(guard, keep_alive(config))))
     }
 
+    /// The answer to a request that is not a POST and that no session took: what the endpoint
+    /// allows, and (when the answer is 405) the `Allow` header naming it.
+    ///
+    /// With sessions, `GET` (a session's notification stream) and `DELETE` (its end) are served
+    /// to requests that name their session; without `Mcp-Session-Id` they get 400, as the
+    /// 2025-11-25 transport asks of a server that requires a session id. A modern client (its
+    /// `MCP-Protocol-Version` names a modern revision), or an endpoint without sessions, gets
+    /// 405 with `Allow: POST`: the 2026-07-28 endpoint has no GET stream.
+    pub(super) fn not_post(
+        &self,
+        parts: &http::request::Parts,
+    ) -> (StatusCode, &'static str, Option<&'static str>) {
+        let server = &self.inner.server;
+        let modern = parts
+            .headers
+            .get(MCP_PROTOCOL_VERSION)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| server.supported_versions().contains(&v));
+        let sessions = server.serves_legacy() && self.inner.config.legacy == LegacyMode::Sessions;
+        if !sessions || modern {
+            return (
+                StatusCode::METHOD_NOT_ALLOWED,
+                "this endpoint accepts only POST (no GET stream and no session to DELETE)",
+                Some("POST"),
+            );
+        }
+        if matches!(parts.method, http::Method::GET | http::Method::DELETE) {
+            return (
+                StatusCode::BAD_REQUEST,
+                "Bad Request: GET (a session's notification stream) and DELETE (its end) need the \
+                 Mcp-Session-Id header that initialize returned",
+                None,
+            );
+        }
+        (
+            StatusCode::METHOD_NOT_ALLOWED,
+            "this endpoint accepts POST, and GET and DELETE with an Mcp-Session-Id",
+            Some("GET, POST, DELETE"),
+        )
+    }
+
     /// A POSTed notification: handed to its session when it names one (`notifications/initialized`,
     /// `notifications/cancelled` of a legacy client), and accepted with 202.
     pub(super) fn notification(
@@ -371,10 +511,15 @@ impl McpService {
             Ok(session) => session,
             Err(why) => return lookup_error(probe, why),
         };
+        let principal = parts
+            .extensions
+            .get::<Principal>()
+            .cloned()
+            .unwrap_or_default();
         if self
             .inner
             .server
-            .deliver_response(response, session.as_ref())
+            .deliver_response(response, session.as_ref(), &principal)
         {
             probe.dismiss();
             return plain(StatusCode::ACCEPTED);
@@ -412,21 +557,23 @@ impl McpService {
                     });
                     let mut id = None;
                     if config.legacy == LegacyMode::Sessions {
-                        if !self.inner.sessions.insert(
-                            session.clone(),
-                            owner_of(&parts),
-                            config.max_sessions,
-                            config.session_idle,
-                        ) {
-                            probe.rejected(StatusCode::SERVICE_UNAVAILABLE.as_u16(), None);
-                            let mut response = http_error(
-                                StatusCode::SERVICE_UNAVAILABLE,
-                                "Service Unavailable: too many sessions; try again later",
-                            );
-                            response
-                                .headers_mut()
-                                .insert(http::header::RETRY_AFTER, HeaderValue::from_static("5"));
-                            return response;
+                        let quota = Quota {
+                            max: config.max_sessions,
+                            per_caller: config.max_sessions_per_caller,
+                            idle: config.session_idle,
+                        };
+                        let kept = if server.legacy_sessions_full() {
+                            Err(Full::Endpoint)
+                        } else {
+                            self.inner.sessions.insert(
+                                session.clone(),
+                                owner_of(&parts),
+                                caller_of(&parts),
+                                quota,
+                            )
+                        };
+                        if let Err(full) = kept {
+                            return too_many_sessions(probe, &full);
                         }
                         id = HeaderValue::from_str(session.id()).ok();
                     }
@@ -578,6 +725,46 @@ impl McpService {
             }
         }
     }
+}
+
+/// The 503 for an `initialize` whose session cannot be kept.
+fn too_many_sessions(probe: &mut RequestProbe, full: &Full) -> Response<McpBody> {
+    probe.rejected(StatusCode::SERVICE_UNAVAILABLE.as_u16(), None);
+    let message = match full {
+        Full::Endpoint => "Service Unavailable: too many sessions; try again later",
+        Full::Caller => {
+            "Service Unavailable: this caller has as many sessions as one caller may, all in use; \
+             end one (DELETE) or try again later"
+        }
+    };
+    let mut response = http_error(StatusCode::SERVICE_UNAVAILABLE, message);
+    response
+        .headers_mut()
+        .insert(http::header::RETRY_AFTER, HeaderValue::from_static("5"));
+    response
+}
+
+/// Whose share of the sessions a request counts against: its principal when an auth layer
+/// authenticated it, else the address it came from unless that is loopback (or unknown).
+fn caller_of(parts: &http::request::Parts) -> Option<Arc<str>> {
+    if let Some(principal) = parts.extensions.get::<Principal>()
+        && !principal.is_anonymous()
+    {
+        return Some(Arc::from(format!("p:{}", principal.id())));
+    }
+    let ClientAddr(addr) = parts.extensions.get::<ClientAddr>()?;
+    let ip = addr.ip().to_canonical();
+    if ip.is_loopback() {
+        return None;
+    }
+    let ip = match ip {
+        // One host commonly holds a whole /64: count the prefix, not the address.
+        std::net::IpAddr::V6(v6) => std::net::IpAddr::V6(std::net::Ipv6Addr::from(
+            v6.to_bits() & !(u128::from(u64::MAX)),
+        )),
+        v4 => v4,
+    };
+    Some(Arc::from(format!("a:{ip}")))
 }
 
 /// Who a request comes from, as sessions record it: the principal an auth layer in front put in

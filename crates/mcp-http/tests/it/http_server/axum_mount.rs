@@ -58,7 +58,13 @@ async fn the_service_mounts_in_axum() {
     stream.expect_end().await;
 
     // The service's own rules still apply, and the rest of the router still works.
-    let reply = client.send(&Post::bare("").method(Method::GET)).await;
+    let reply = client
+        .send(
+            &Post::bare("")
+                .method(Method::GET)
+                .header("MCP-Protocol-Version", "2026-07-28"),
+        )
+        .await;
     reply.refused(StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(reply.headers["allow"], "POST");
     let reply = client

@@ -17,6 +17,7 @@ mod listen;
 mod load;
 mod observe;
 mod params;
+mod quotas;
 mod responses;
 mod scopes;
 mod shutdown;

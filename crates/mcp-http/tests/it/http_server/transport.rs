@@ -13,18 +13,24 @@ fn discover(id: i64) -> Post {
 }
 
 /// spec 2026-07-28 basic/transports/streamable-http: no GET stream and no session to DELETE, so
-/// both get 405 with `Allow: POST`, whatever legacy headers they carry.
+/// a modern client's GET and DELETE get 405 with `Allow: POST`, whatever legacy headers they
+/// carry; a handshake-era one's (no modern `MCP-Protocol-Version`) without a session get 400, since
+/// this endpoint serves GET and DELETE to sessions (2025-11-25 streamable-http: a server that
+/// requires a session id answers a request without one with 400).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_and_delete_are_405_with_allow_post() {
-    // Without a session to name, and on a modern-only server with one named: 405, as a modern
-    // endpoint answers (spec 2026-07-28 basic/transports/streamable-http).
+    // A modern client on a dual-era server, and any client on a modern-only server with a session
+    // named: 405, as a modern endpoint answers.
     let dual = TestServer::start().await;
     let modern = TestServer::start_with(
         super::fixture::modern_only_server,
         super::harness::test_config(),
     )
     .await;
-    for (srv, session) in [(&dual, None), (&modern, Some("legacy-session-1"))] {
+    for (srv, session, version) in [
+        (&dual, None, Some("2026-07-28")),
+        (&modern, Some("legacy-session-1"), None),
+    ] {
         for method in [Method::GET, Method::DELETE] {
             let mut post = Post::bare("")
                 .method(method.clone())
@@ -34,11 +40,38 @@ async fn get_and_delete_are_405_with_allow_post() {
             if let Some(id) = session {
                 post = post.header("Mcp-Session-Id", id);
             }
+            if let Some(version) = version {
+                post = post.header("MCP-Protocol-Version", version);
+            }
             let reply = srv.send(&post).await;
             reply.refused(StatusCode::METHOD_NOT_ALLOWED);
             assert_eq!(reply.headers["allow"], "POST", "{method}");
         }
     }
+    // A handshake-era GET or DELETE without its session: 400, naming the header it needs.
+    for method in [Method::GET, Method::DELETE] {
+        let reply = dual
+            .send(
+                &Post::bare("")
+                    .method(method.clone())
+                    .without("content-type")
+                    .header("Accept", "text/event-stream"),
+            )
+            .await;
+        reply.refused(StatusCode::BAD_REQUEST);
+        assert!(reply.headers.get("allow").is_none(), "{method}");
+        assert!(
+            String::from_utf8_lossy(&reply.body).contains("Mcp-Session-Id"),
+            "{method}: {:?}",
+            reply.body
+        );
+    }
+    // Any other method: 405, with every method the endpoint serves.
+    let reply = dual
+        .send(&Post::bare("").method(Method::PUT).without("content-type"))
+        .await;
+    reply.refused(StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(reply.headers["allow"], "GET, POST, DELETE");
     // A dual-era server keeps handshake-era sessions: an unknown one is 404 (2025-11-25
     // streamable-http), so that the client initializes again.
     for method in [Method::GET, Method::DELETE] {
