@@ -63,7 +63,10 @@ impl Media {
         Ok(dir)
     }
 
-    /// Decodes base64 `data` and writes it to a new file named after `stem` and the MIME type.
+    /// Decodes base64 `data` and writes it to a new file named after `stem` and the MIME type:
+    /// `stem`'s own extension is kept when it is one of the type's (`img.png` as `image/png`
+    /// stays `img.png`, `photo.jpeg` as `image/jpeg` stays `photo.jpeg`); any other is part of
+    /// the stem (`notes.txt` as `image/png` is `notes_txt.png`).
     pub(crate) fn save(
         &mut self,
         stem: &str,
@@ -76,8 +79,7 @@ impl Media {
         let dir = self
             .folder()
             .map_err(|e| format!("cannot create the folder: {e}"))?;
-        let stem = file_stem(stem);
-        let ext = extension(mime);
+        let (stem, ext) = file_name(stem, mime);
         let first = format!("{stem}.{ext}");
         for n in 0..MAX_TRIES {
             let name = if n == 0 {
@@ -176,25 +178,40 @@ fn file_stem(stem: &str) -> String {
     }
 }
 
-/// A file extension for a MIME type.
-fn extension(mime: Option<&str>) -> &'static str {
+/// The safe stem and the extension of the file for `name` (a tool's name, the last segment of a
+/// URI) holding content of type `mime`. The extension always comes from [`extensions`], never
+/// from the server as such: `name`'s own is used only when it is one the type has (compared
+/// without case, kept as written, so `IMG.PNG` stays `IMG.PNG`), and it is plain ASCII then.
+fn file_name(name: &str, mime: Option<&str>) -> (String, String) {
+    let known = extensions(mime);
+    if let Some((stem, own)) = name.rsplit_once('.')
+        && !stem.is_empty()
+        && known.iter().any(|ext| own.eq_ignore_ascii_case(ext))
+    {
+        return (file_stem(stem), own.to_owned());
+    }
+    (file_stem(name), known[0].to_owned())
+}
+
+/// The file extensions of a MIME type, the usual one first; `bin` for a type not listed here.
+fn extensions(mime: Option<&str>) -> &'static [&'static str] {
     let mime = mime.unwrap_or("").split(';').next().unwrap_or("").trim();
-    match mime {
-        "image/png" => "png",
-        "image/jpeg" | "image/jpg" => "jpg",
-        "image/gif" => "gif",
-        "image/webp" => "webp",
-        "image/svg+xml" => "svg",
-        "audio/wav" | "audio/x-wav" | "audio/wave" => "wav",
-        "audio/mpeg" | "audio/mp3" => "mp3",
-        "audio/ogg" => "ogg",
-        "audio/flac" => "flac",
-        "application/pdf" => "pdf",
-        "application/json" => "json",
-        "text/plain" => "txt",
-        "text/html" => "html",
-        "text/markdown" => "md",
-        _ => "bin",
+    match mime.to_ascii_lowercase().as_str() {
+        "image/png" => &["png"],
+        "image/jpeg" | "image/jpg" => &["jpg", "jpeg", "jpe"],
+        "image/gif" => &["gif"],
+        "image/webp" => &["webp"],
+        "image/svg+xml" => &["svg"],
+        "audio/wav" | "audio/x-wav" | "audio/wave" => &["wav"],
+        "audio/mpeg" | "audio/mp3" => &["mp3"],
+        "audio/ogg" => &["ogg", "oga"],
+        "audio/flac" => &["flac"],
+        "application/pdf" => &["pdf"],
+        "application/json" => &["json"],
+        "text/plain" => &["txt", "text"],
+        "text/html" => &["html", "htm"],
+        "text/markdown" => &["md", "markdown"],
+        _ => &["bin"],
     }
 }
 
@@ -266,11 +283,63 @@ mod tests {
 
     #[test]
     fn extensions_and_stems() {
-        assert_eq!(extension(Some("image/png; charset=x")), "png");
-        assert_eq!(extension(None), "bin");
+        assert_eq!(extensions(Some("image/png; charset=x")), ["png"]);
+        assert_eq!(extensions(Some("IMAGE/PNG")), ["png"]);
+        assert_eq!(extensions(None), ["bin"]);
         assert_eq!(file_stem("a/b c"), "a_b_c");
         assert_eq!(file_stem(""), "content");
         // The printed file name never carries what a terminal acts on, whatever the name was.
         assert_eq!(file_stem("x\x1b]0;t\x07\u{202e}\r"), "x__0_t___");
+    }
+
+    #[test]
+    fn a_name_keeps_its_extension_when_it_is_the_types() {
+        let name = |n: &str, mime: Option<&str>| {
+            let (stem, ext) = file_name(n, mime);
+            format!("{stem}.{ext}")
+        };
+        assert_eq!(name("img.png", Some("image/png")), "img.png");
+        assert_eq!(name("IMG.PNG", Some("image/png")), "IMG.PNG");
+        assert_eq!(name("photo.jpeg", Some("image/jpeg")), "photo.jpeg");
+        assert_eq!(name("photo.jpg", Some("image/jpeg")), "photo.jpg");
+        assert_eq!(
+            name("my report.v2.pdf", Some("application/pdf")),
+            "my_report_v2.pdf"
+        );
+        // Another type's extension is part of the stem: the content decides the extension.
+        assert_eq!(name("notes.txt", Some("image/png")), "notes_txt.png");
+        assert_eq!(name("img.png", Some("image/jpeg")), "img_png.jpg");
+        assert_eq!(name("run.sh", None), "run_sh.bin");
+        assert_eq!(name("data.bin", None), "data.bin");
+        // No stem before the dot, or none after it: nothing to keep.
+        assert_eq!(name(".png", Some("image/png")), "_png.png");
+        assert_eq!(name("img.", Some("image/png")), "img_.png");
+        assert_eq!(name("img", Some("image/png")), "img.png");
+        // Whatever the name holds, what reaches the file system is plain: no separator, no
+        // parent, nothing a terminal acts on.
+        assert_eq!(
+            name("../../etc/x.png", Some("image/png")),
+            "______etc_x.png"
+        );
+        assert_eq!(name("a\x1b[2J.png", Some("image/png")), "a__2J.png");
+        assert_eq!(name("x.p\u{202e}ng", Some("image/png")), "x_p_ng.png");
+    }
+
+    #[test]
+    fn a_kept_extension_is_numbered_before_it_and_nothing_escapes_the_folder() {
+        let dir = scratch("own-ext");
+        let mut media = Media::new(Some(dir.clone()));
+        let first = media.save("img.png", Some("image/png"), "aGk=").unwrap();
+        assert_eq!(first.path, dir.join("img.png"));
+        assert!(first.taken.is_none());
+        let second = media.save("img.png", Some("image/png"), "aGk=").unwrap();
+        assert_eq!(second.path, dir.join("img-1.png"));
+        assert_eq!(second.taken.as_deref(), Some("img.png"));
+        let up = media.save("../img.png", Some("image/png"), "aGk=").unwrap();
+        assert_eq!(up.path, dir.join("___img.png"));
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            assert_eq!(entry.unwrap().path().parent(), Some(dir.as_path()));
+        }
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

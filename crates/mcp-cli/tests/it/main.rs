@@ -18,6 +18,7 @@ mod offers;
 mod output;
 mod output_safety;
 mod readme;
+mod save_dir;
 mod serve;
 mod stdio;
 mod tasks;
