@@ -80,7 +80,7 @@ pub use error::{Error, ErrorKind, StartProblem, Violation};
 pub use handlers::{BoxFuture, HandlerError, InputHandler};
 pub use listen::{ListenEvent, Subscription};
 pub use request::Request;
-pub use tasks::TaskOrResult;
+pub use tasks::{TASK_STATUS_KEY, TaskOrResult};
 
 /// The token of [`Request::cancel_token`], from `tokio-util`.
 pub use tokio_util::sync::CancellationToken;

@@ -10,7 +10,8 @@ use std::time::Duration;
 use mcp_jsonrpc::{Id, RawValue};
 use mcp_types::{
     CallToolResult, ClientCapabilities, DetailedTask, GetTaskResult, InputRequests, InputResponses,
-    JsonObject, ProgressNotificationParams, TASKS_EXTENSION, Task, TaskStatus, method_names,
+    JsonObject, NotificationMeta, ProgressNotificationParams, TASKS_EXTENSION, Task, TaskStatus,
+    method_names,
 };
 use serde_json::Value;
 
@@ -154,8 +155,9 @@ impl Client {
     /// would: `completed` gives the tool's result, `failed` the JSON-RPC error as
     /// [`Error::Protocol`], `cancelled` [`Error::TaskCancelled`]. Its input requests are answered
     /// with the installed handlers; its status changes go to the progress callback
-    /// ([`Request::on_progress`]). The call's [`cancel_token`](Request::cancel_token) cancels the
-    /// task (`tasks/cancel`); a timeout ([`Request::max_time`], the hard maximum, bounds the whole
+    /// ([`Request::on_progress`]: the token is the task's id, the message its status message or
+    /// `task STATUS`, and `_meta` holds the status under [`TASK_STATUS_KEY`]). The call's
+    /// [`cancel_token`](Request::cancel_token) cancels the task (`tasks/cancel`); a timeout ([`Request::max_time`], the hard maximum, bounds the whole
     /// wait) or a dropped future only stops waiting, and the task runs on.
     pub fn wait_task(&self, task_id: impl Into<String>) -> Request<'_, CallToolResult> {
         let id = task_id.into();
@@ -202,6 +204,11 @@ impl Drop for CancelOnDrop {
     }
 }
 
+/// The `_meta` member of the progress a task's status change is reported as (see
+/// [`Client::wait_task`]): the task's status, e.g. `"working"`. The notification is made by this
+/// client, never sent by a server, so the key is not one of the spec's.
+pub const TASK_STATUS_KEY: &str = "taskStatus";
+
 /// The task's status and message as last reported, and how many reports were made.
 #[derive(Default)]
 struct Seen {
@@ -227,7 +234,13 @@ impl Seen {
             None => format!("task {}", task.status),
         };
         let token = Id::Str(task.task_id.as_str().into());
-        callback(&ProgressNotificationParams::new(token, self.reports).with_message(message));
+        let mut params = ProgressNotificationParams::new(token, self.reports).with_message(message);
+        // The status too, which the message alone does not give once the task has one of its own.
+        let mut meta = NotificationMeta::default();
+        meta.extra
+            .insert(TASK_STATUS_KEY.into(), Value::from(task.status.as_str()));
+        params.meta = Some(meta);
+        callback(&params);
     }
 }
 

@@ -272,6 +272,7 @@ async fn wait(
     let interrupt = watch_interrupt()?;
     let note = stderr_style().dim(&format!("waiting for the task {id} (Ctrl-C cancels it)"));
     eprintln!("{note}");
+    progress.watch(&format!("the task {id}"));
     let result = match until_interrupted(request, &cancel, progress, interrupt).await {
         Ok(result) => result,
         Err(CliError::Client(e)) if e.kind() == mcp_client::ErrorKind::Timeout => {

@@ -288,7 +288,7 @@ fn progress_goes_to_stderr() {
     // Without a terminal the bar is plain lines.
     assert!(
         run.stderr
-            .contains("progress: 0/100 Completed step 0 of 100"),
+            .contains("progress: 0/100 (0%) Completed step 0 of 100 ["),
         "{}",
         run.stderr
     );

@@ -17,8 +17,11 @@ mod legacy;
 mod offers;
 mod output;
 mod output_safety;
+mod progress;
 mod readme;
 mod save_dir;
 mod serve;
 mod stdio;
 mod tasks;
+#[cfg(unix)]
+mod terminal;

@@ -274,7 +274,7 @@ fn results_logs_progress_and_errors_are_inert() {
     );
     assert!(
         run.stderr
-            .contains(&format!("progress: 1/2 step {SHOWN}\n")),
+            .contains(&format!("progress: 1/2 (50%) step {SHOWN} [")),
         "{}",
         run.stderr
     );

@@ -124,7 +124,9 @@ fn a_plain_call_waits_through_its_task() {
     assert_eq!(run.stdout, "slow_compute job done after 1.2s\n");
     // The task's status came through as progress (stderr is not a terminal: plain lines).
     assert!(
-        run.stderr.contains("progress: 1 task working"),
+        run.stderr
+            .lines()
+            .any(|l| l.starts_with("task ") && l.contains(" working [")),
         "{}",
         run.stderr
     );
@@ -287,7 +289,7 @@ fn ctrl_c_while_waiting_cancels_the_task() {
         "--url",
         &server.url,
     ]);
-    Live::wait_for(&live.stderr, "task working");
+    Live::wait_for(&live.stderr, " working [");
     let (status, rest) = live.interrupt();
     assert_eq!(status.code(), Some(130), "{rest:?}");
     let rest = rest.join("\n");
@@ -318,7 +320,7 @@ fn over_stdio_and_in_the_handshake_era() {
     );
     run.expect_code(0);
     assert_eq!(run.stdout, "slow_compute job done after 1s\n");
-    assert!(run.stderr.contains("task working"), "{}", run.stderr);
+    assert!(run.stderr.contains(" working ["), "{}", run.stderr);
 
     // A handshake-era session has no tasks: --task runs the call as a plain one and says so.
     let server = HttpServer::start();

@@ -77,7 +77,7 @@ fn slow_postgres_queries_run_as_tasks() {
     );
     run.expect_code(0);
     assert!(run.stdout.contains("seven"), "{}", run.stdout);
-    assert!(run.stderr.contains("task working"), "{}", run.stderr);
+    assert!(run.stderr.contains(" working ["), "{}", run.stderr);
 
     // Cancelling the task cancels the statement on the engine.
     let run = serve.run(
