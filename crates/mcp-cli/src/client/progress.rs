@@ -45,6 +45,8 @@ struct State {
     shown: bool,
     /// The waiting notice was shown.
     noticed: bool,
+    /// The bar is drawn and redrawn.
+    ticking: bool,
     /// Prompts asking now: no notice appears under one.
     asking: usize,
     /// The task that shows the notice when the call stays silent.
@@ -56,17 +58,28 @@ impl State {
         self.since.get_or_insert_with(Instant::now).elapsed()
     }
 
-    /// The bar, made on first use, with the elapsed time counted from the call's start.
+    /// The bar, made on first use (not drawn until [`State::draw`]), with the elapsed time
+    /// counted from the call's start.
     fn bar(&mut self) -> ProgressBar {
         let since = *self.since.get_or_insert_with(Instant::now);
         self.bar
             .get_or_insert_with(|| {
                 let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
                 bar.set_style(style(since, None));
-                bar.enable_steady_tick(Duration::from_millis(120));
                 bar
             })
             .clone()
+    }
+
+    /// Draws the bar from now on, redrawn by a ticker: once its first message is set, so that no
+    /// empty frame is drawn before it.
+    fn draw(&mut self) {
+        if let Some(bar) = &self.bar
+            && !self.ticking
+        {
+            self.ticking = true;
+            bar.enable_steady_tick(Duration::from_millis(120));
+        }
     }
 }
 
@@ -128,6 +141,7 @@ impl Progress {
             let bar = state.bar();
             bar.set_style(style(since, Some("{spinner} waiting for {msg}… {since}")));
             bar.set_message(truncate(&what, BAR_MESSAGE));
+            state.draw();
         } else {
             let elapsed = seconds(state.elapsed());
             let _ = writeln!(std::io::stderr(), "waiting for {what}… [{elapsed}]");
@@ -148,15 +162,14 @@ impl Progress {
         }
         let since = *state.since.get_or_insert_with(Instant::now);
         let bar = state.bar();
-        match fraction {
-            Some(fraction) => {
-                bar.set_style(style(since, Some("{spinner} [{bar:24}] {msg} [{since}]")));
-                bar.set_length(SCALE as u64);
-                bar.set_position((fraction * SCALE) as u64);
-            }
-            None => bar.set_style(style(since, None)),
-        }
+        let template = fraction.map(|_| "{spinner} [{bar:24}] {msg} [{since}]");
+        bar.set_style(style(since, template));
         bar.set_message(truncate(&text, BAR_MESSAGE));
+        if let Some(fraction) = fraction {
+            bar.set_length(SCALE as u64);
+            bar.set_position((fraction * SCALE) as u64);
+        }
+        state.draw();
     }
 
     /// Removes the bar, when there is one, and stops the waiting notice.
@@ -168,6 +181,7 @@ impl Progress {
         if let Some(bar) = state.bar.take() {
             bar.finish_and_clear();
         }
+        state.ticking = false;
     }
 
     /// Runs `f` with the bar hidden and no notice appearing (for prompts and log lines).
