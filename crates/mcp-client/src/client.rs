@@ -46,6 +46,8 @@ pub(crate) struct Config {
     pub(crate) shutdown_grace: Duration,
     /// Whether every modern request declares the tasks extension.
     pub(crate) tasks: bool,
+    /// The bounds of a `list_all_*` walk.
+    pub(crate) list: crate::list::ListBounds,
 }
 
 impl Default for Config {
@@ -57,6 +59,7 @@ impl Default for Config {
             max_rounds: 8,
             shutdown_grace: Duration::from_secs(2),
             tasks: true,
+            list: crate::list::ListBounds::default(),
         }
     }
 }
@@ -65,7 +68,7 @@ impl Default for Config {
 pub struct ClientBuilder {
     info: Implementation,
     handlers: Handlers,
-    config: Config,
+    pub(crate) config: Config,
     headers: HeaderMap,
     auth_context: String,
     stderr: Stderr,

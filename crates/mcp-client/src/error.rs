@@ -103,6 +103,32 @@ pub enum Error {
     /// The server broke the protocol.
     #[error("invalid server behaviour: {0}")]
     InvalidServerBehaviour(#[from] Violation),
+    /// A `list_all_*` walk reached one of the client's bounds before the server's list ended:
+    /// the server kept answering with a new `nextCursor` (a list that never ends, or one larger
+    /// than this client accepts). What was received is dropped. The bounds are set with
+    /// [`ClientBuilder::max_list_pages`], [`ClientBuilder::max_list_items`] and
+    /// [`ClientBuilder::max_list_bytes`].
+    ///
+    /// [`ClientBuilder::max_list_pages`]: crate::ClientBuilder::max_list_pages
+    /// [`ClientBuilder::max_list_items`]: crate::ClientBuilder::max_list_items
+    /// [`ClientBuilder::max_list_bytes`]: crate::ClientBuilder::max_list_bytes
+    #[error(
+        "{method}: the server's list did not end within {limit}: it sent {pages} pages \
+         ({items} items, {}), each but the last with a new nextCursor; the walk was stopped",
+        describe_bytes(*bytes)
+    )]
+    ListTooLong {
+        /// The list method.
+        method: String,
+        /// The bound that was reached.
+        limit: ListLimit,
+        /// The pages received.
+        pages: usize,
+        /// The items those pages held.
+        items: usize,
+        /// The size of those pages' results, in bytes.
+        bytes: usize,
+    },
     /// An input handler of the application failed.
     #[error("the {method} input handler failed: {source}")]
     InputHandler {
@@ -147,6 +173,51 @@ pub enum Error {
     /// A value given by the application cannot be sent (a header value with a line break, ...).
     #[error("invalid argument: {0}")]
     InvalidArgument(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// One of the bounds of a `list_all_*` walk, with its value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ListLimit {
+    /// At most this many pages ([`ClientBuilder::max_list_pages`]).
+    ///
+    /// [`ClientBuilder::max_list_pages`]: crate::ClientBuilder::max_list_pages
+    Pages(usize),
+    /// At most this many items over all pages ([`ClientBuilder::max_list_items`]).
+    ///
+    /// [`ClientBuilder::max_list_items`]: crate::ClientBuilder::max_list_items
+    Items(usize),
+    /// At most this many bytes of results over all pages ([`ClientBuilder::max_list_bytes`]).
+    ///
+    /// [`ClientBuilder::max_list_bytes`]: crate::ClientBuilder::max_list_bytes
+    Bytes(usize),
+}
+
+impl std::fmt::Display for ListLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListLimit::Pages(n) => write!(f, "the bound of {n} pages"),
+            ListLimit::Items(n) => write!(f, "the bound of {n} items"),
+            ListLimit::Bytes(n) => write!(f, "the bound of {}", describe_bytes(*n)),
+        }
+    }
+}
+
+/// `512 bytes`, `64 KiB`, `1.5 MiB`: a size as a person reads it.
+fn describe_bytes(n: usize) -> String {
+    const KIB: usize = 1024;
+    const MIB: usize = 1024 * KIB;
+    let (unit, scale) = match n {
+        n if n >= MIB => ("MiB", MIB),
+        n if n >= KIB => ("KiB", KIB),
+        _ => return format!("{n} bytes"),
+    };
+    if n.is_multiple_of(scale) {
+        format!("{} {unit}", n / scale)
+    } else {
+        let value = n as f64 / scale as f64;
+        format!("{value:.1} {unit}")
+    }
 }
 
 fn task_note(task: Option<&str>) -> String {
@@ -313,6 +384,7 @@ impl Error {
         match self {
             Error::Protocol { .. }
             | Error::InvalidServerBehaviour(_)
+            | Error::ListTooLong { .. }
             | Error::NotModern { .. }
             | Error::TaskCancelled { .. } => ErrorKind::Protocol,
             Error::Cancelled { .. } => ErrorKind::Cancelled,
@@ -411,6 +483,28 @@ mod tests {
         });
         assert_eq!(v.kind(), ErrorKind::Protocol);
         assert!(v.to_string().contains("8 rounds"));
+    }
+
+    #[test]
+    fn a_list_too_long_names_the_bound_and_what_came() {
+        let e = Error::ListTooLong {
+            method: "tools/list".into(),
+            limit: ListLimit::Bytes(64 * 1024 * 1024),
+            pages: 70,
+            items: 70_000,
+            bytes: 67_200_000,
+        };
+        assert_eq!(e.kind(), ErrorKind::Protocol);
+        assert_eq!(
+            e.to_string(),
+            "tools/list: the server's list did not end within the bound of 64 MiB: it sent 70 \
+             pages (70000 items, 64.1 MiB), each but the last with a new nextCursor; the walk \
+             was stopped"
+        );
+        assert_eq!(ListLimit::Pages(3).to_string(), "the bound of 3 pages");
+        assert_eq!(ListLimit::Items(9).to_string(), "the bound of 9 items");
+        assert_eq!(describe_bytes(512), "512 bytes");
+        assert_eq!(describe_bytes(1536), "1.5 KiB");
     }
 
     #[test]

@@ -23,6 +23,9 @@
 //!   (`tasks/cancel`) when the call is cancelled, times out or is dropped.
 //!   [`Client::call_tool_as_task`], [`Client::get_task`], [`Client::update_task`],
 //!   [`Client::cancel_task`] and [`Client::wait_task`] give the handle to callers who want it.
+//! - `list_all_*` follow every `nextCursor`, within bounds of pages, items and bytes
+//!   ([`ClientBuilder::max_list_pages`], ...): a server whose list never ends fails the call with
+//!   [`Error::ListTooLong`] instead of being followed forever.
 //! - An optional TTL cache ([`ClientBuilder::cache`], off by default) honours `ttlMs` and
 //!   `cacheScope`, keys `private` results by the authorization context, and drops entries when a
 //!   listen stream reports a change.
@@ -67,6 +70,7 @@ mod client;
 mod era;
 mod error;
 mod handlers;
+mod list;
 mod listen;
 mod methods;
 mod request;
@@ -76,7 +80,7 @@ mod transport;
 
 pub use client::{Client, ClientBuilder};
 pub use era::{Era, EraChoice, LEGACY_VERSIONS, MODERN_VERSIONS};
-pub use error::{Error, ErrorKind, StartProblem, Violation};
+pub use error::{Error, ErrorKind, ListLimit, StartProblem, Violation};
 pub use handlers::{BoxFuture, HandlerError, InputHandler};
 pub use listen::{ListenEvent, Subscription};
 pub use request::Request;

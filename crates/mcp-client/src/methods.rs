@@ -1,7 +1,7 @@
 //! The typed calls: one per client-to-server method, the pagination helpers, MRTR driving, the
 //! cache, and the `x-mcp-header` bookkeeping of `tools/call` on HTTP.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use mcp_jsonrpc::code;
@@ -16,55 +16,10 @@ use serde_json::Value;
 
 use crate::cache::Cacheable;
 use crate::client::{Hints, Inner};
+use crate::list::Received;
 use crate::request::{Options, Request};
 use crate::result::{Kind, decode, result_kind};
 use crate::{Client, Error, Violation};
-
-/// A page of one of the four paginated lists.
-pub(crate) trait Page: Cacheable + DeserializeOwned {
-    type Item: Send;
-    const METHOD: &'static str;
-    fn into_parts(self) -> (Vec<Self::Item>, Option<String>);
-    /// Applied to a freshly fetched page before it is cached and returned.
-    fn prepare(self, _inner: &Inner) -> Self {
-        self
-    }
-}
-
-impl Page for ListToolsResult {
-    type Item = Tool;
-    const METHOD: &'static str = method_names::TOOLS_LIST;
-    fn into_parts(self) -> (Vec<Tool>, Option<String>) {
-        (self.tools, self.next_cursor)
-    }
-    fn prepare(self, inner: &Inner) -> Self {
-        inner.index_tools(self)
-    }
-}
-
-impl Page for ListResourcesResult {
-    type Item = Resource;
-    const METHOD: &'static str = method_names::RESOURCES_LIST;
-    fn into_parts(self) -> (Vec<Resource>, Option<String>) {
-        (self.resources, self.next_cursor)
-    }
-}
-
-impl Page for ListResourceTemplatesResult {
-    type Item = ResourceTemplate;
-    const METHOD: &'static str = method_names::RESOURCES_TEMPLATES_LIST;
-    fn into_parts(self) -> (Vec<ResourceTemplate>, Option<String>) {
-        (self.resource_templates, self.next_cursor)
-    }
-}
-
-impl Page for ListPromptsResult {
-    type Item = Prompt;
-    const METHOD: &'static str = method_names::PROMPTS_LIST;
-    fn into_parts(self) -> (Vec<Prompt>, Option<String>) {
-        (self.prompts, self.next_cursor)
-    }
-}
 
 #[derive(Debug, thiserror::Error)]
 #[error("tool arguments must be a JSON object or null, not {0}")]
@@ -98,7 +53,14 @@ impl Client {
         })
     }
 
-    /// Every tool, following `nextCursor` until it is absent (an empty cursor is a cursor).
+    /// Every tool, following `nextCursor` until it is absent (an empty cursor is a cursor). The
+    /// walk is bounded ([`ClientBuilder::max_list_pages`], [`ClientBuilder::max_list_items`],
+    /// [`ClientBuilder::max_list_bytes`]): a server whose list does not end within the bounds
+    /// fails it with [`Error::ListTooLong`], as do the other `list_all_*` calls.
+    ///
+    /// [`ClientBuilder::max_list_pages`]: crate::ClientBuilder::max_list_pages
+    /// [`ClientBuilder::max_list_items`]: crate::ClientBuilder::max_list_items
+    /// [`ClientBuilder::max_list_bytes`]: crate::ClientBuilder::max_list_bytes
     pub fn list_all_tools(&self) -> Request<'_, Vec<Tool>> {
         Request::new(self, |c, o| {
             Box::pin(async move { c.inner.list_all::<ListToolsResult>(&o).await })
@@ -126,7 +88,8 @@ impl Client {
         })
     }
 
-    /// Every resource, following every cursor.
+    /// Every resource, following every cursor within the client's bounds (see
+    /// [`list_all_tools`](Self::list_all_tools)).
     pub fn list_all_resources(&self) -> Request<'_, Vec<Resource>> {
         Request::new(self, |c, o| {
             Box::pin(async move { c.inner.list_all::<ListResourcesResult>(&o).await })
@@ -143,7 +106,8 @@ impl Client {
         })
     }
 
-    /// Every resource template, following every cursor.
+    /// Every resource template, following every cursor within the client's bounds (see
+    /// [`list_all_tools`](Self::list_all_tools)).
     pub fn list_all_resource_templates(&self) -> Request<'_, Vec<ResourceTemplate>> {
         Request::new(self, |c, o| {
             Box::pin(async move { c.inner.list_all::<ListResourceTemplatesResult>(&o).await })
@@ -166,7 +130,8 @@ impl Client {
         })
     }
 
-    /// Every prompt, following every cursor.
+    /// Every prompt, following every cursor within the client's bounds (see
+    /// [`list_all_tools`](Self::list_all_tools)).
     pub fn list_all_prompts(&self) -> Request<'_, Vec<Prompt>> {
         Request::new(self, |c, o| {
             Box::pin(async move { c.inner.list_all::<ListPromptsResult>(&o).await })
@@ -254,98 +219,46 @@ impl Inner {
                 options,
                 |r| r,
             )
-            .await?;
+            .await?
+            .value;
         *self.discovered.lock().expect("discover lock") = Some(result.clone());
         Ok(result)
     }
 
-    /// A cacheable, non-MRTR result: from the cache when fresh, else fetched, prepared and stored.
-    async fn cacheable<T: Cacheable + DeserializeOwned>(
+    /// A cacheable, non-MRTR result, with its size as received: from the cache when fresh, else
+    /// fetched, prepared and stored.
+    pub(crate) async fn cacheable<T: Cacheable + DeserializeOwned>(
         &self,
         method: &'static str,
         arg: Option<String>,
         params: JsonObject,
         options: &Options,
         prepare: impl FnOnce(T) -> T,
-    ) -> Result<T, Error> {
+    ) -> Result<Received<T>, Error> {
         let context = self.auth_context();
         if let Some(cache) = &self.cache
             && options.may_use_cache()
-            && let Some(hit) = cache.get::<T>(method, arg.as_deref(), &context)
+            && let Some(hit) = cache.get::<Received<T>>(method, arg.as_deref(), &context)
         {
             return Ok(hit);
         }
         let raw = self.send(method, params, Hints::default(), options).await?;
         result_kind(method, &raw, false, false)?;
         options.deliver_result(&raw);
-        let value = prepare(decode::<T>(method, &raw)?);
+        let received = Received {
+            value: prepare(decode::<T>(method, &raw)?),
+            bytes: raw.get().len(),
+        };
         if let Some(cache) = &self.cache {
-            cache.put(method, arg.as_deref(), &context, &value);
+            cache.put(method, arg.as_deref(), &context, &received);
         }
-        Ok(value)
-    }
-
-    pub(crate) async fn list_page<P: Page>(
-        &self,
-        cursor: Option<String>,
-        options: &Options,
-    ) -> Result<P, Error> {
-        let mut params = JsonObject::new();
-        if let Some(cursor) = &cursor {
-            params.insert("cursor".into(), Value::from(cursor.as_str()));
-        }
-        self.cacheable::<P>(P::METHOD, cursor, params, options, |p| p.prepare(self))
-            .await
-    }
-
-    /// Follows every cursor. spec 2026-07-28 server/utilities/pagination: only an absent
-    /// `nextCursor` ends the list (an empty string is a cursor); an invalidated cursor (-32602)
-    /// discards the pages and starts over, once.
-    pub(crate) async fn list_all<P: Page>(&self, options: &Options) -> Result<Vec<P::Item>, Error> {
-        let mut restarted = false;
-        'start: loop {
-            let mut items = Vec::new();
-            let mut cursor: Option<String> = None;
-            let mut seen = HashSet::new();
-            loop {
-                let page = match self.list_page::<P>(cursor.clone(), options).await {
-                    Ok(page) => page,
-                    Err(e)
-                        if cursor.is_some()
-                            && !restarted
-                            && e.code() == Some(code::INVALID_PARAMS) =>
-                    {
-                        restarted = true;
-                        if let Some(cache) = &self.cache {
-                            cache.invalidate_method(P::METHOD);
-                        }
-                        continue 'start;
-                    }
-                    Err(e) => return Err(e),
-                };
-                let (mut page_items, next) = page.into_parts();
-                items.append(&mut page_items);
-                match next {
-                    None => return Ok(items),
-                    Some(next) => {
-                        if !seen.insert(next.clone()) {
-                            return Err(Violation::CursorLoop {
-                                method: P::METHOD.to_owned(),
-                                cursor: next,
-                            }
-                            .into());
-                        }
-                        cursor = Some(next);
-                    }
-                }
-            }
-        }
+        Ok(received)
     }
 
     /// Keeps the `x-mcp-header` declarations of the listed tools, and drops (HTTP only) the tools
     /// whose declarations are invalid. spec 2026-07-28 basic/transports/streamable-http: the client
     /// MUST drop such a tool, SHOULD warn with its name and the reason, and keeps the others.
-    fn index_tools(&self, mut page: ListToolsResult) -> ListToolsResult {
+    pub(crate) fn index_tools(&self, mut page: ListToolsResult) -> ListToolsResult {
         if !self.is_http() || self.era().is_legacy() {
             return page;
         }

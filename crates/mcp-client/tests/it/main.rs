@@ -12,6 +12,7 @@ mod http_only;
 mod interop;
 mod legacy_stream;
 mod mrtr;
+mod pagination;
 mod process;
 mod raw;
 mod streams;
