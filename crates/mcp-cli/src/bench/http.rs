@@ -19,6 +19,7 @@ use mcp_http::sse::SseParser;
 use super::Clock;
 use super::era::{self, Failure, Found, Protocol};
 use super::stats::{Stats, check_response};
+use super::tools::{self, Listed, Unlisted};
 use super::workload::{self, Workload};
 
 /// One connection's sender.
@@ -175,43 +176,42 @@ impl Target {
         Ok(era::classify_http(answer.status, message.as_deref()))
     }
 
-    /// The tools the server lists (every page), with a modern `tools/list`, for the headers
-    /// their calls mirror.
-    pub(crate) async fn tools(&self) -> anyhow::Result<Vec<serde_json::Value>> {
-        let mut sender = self.connect().await?;
-        let mut tools = Vec::new();
+    /// The tools the server lists (every page, up to [`tools::MAX_PAGES`]) on `session`, on a
+    /// connection of its own.
+    pub(crate) async fn tools(&self, session: &Session) -> Result<Listed, Unlisted> {
+        let other = |e: &dyn std::fmt::Display| Unlisted::Other(format!("tools/list: {e}"));
+        let mut sender = self
+            .connect()
+            .await
+            .map_err(|e| other(&format_args!("{e:#}")))?;
+        let mut listed = Listed::default();
         let mut cursor: Option<String> = None;
-        for page in 0..100 {
-            let mut params = serde_json::json!({
-                "_meta": {
-                    "io.modelcontextprotocol/protocolVersion": mcp_types::LATEST_PROTOCOL_VERSION,
-                    "io.modelcontextprotocol/clientCapabilities": {},
-                }
-            });
-            if let Some(c) = &cursor {
-                params["cursor"] = c.clone().into();
+        for page in 0..tools::MAX_PAGES {
+            let mut headers = session.headers.clone();
+            if !session.legacy {
+                headers.insert(MCP_METHOD, HeaderValue::from_static("tools/list"));
             }
-            let body = serde_json::json!({
-                "jsonrpc": "2.0", "id": page, "method": "tools/list", "params": params,
-            });
-            let mut headers = self.base.clone();
-            headers.insert(MCP_METHOD, HeaderValue::from_static("tools/list"));
-            let request = self.post(Bytes::from(body.to_string()), headers);
+            let body = tools::request(page, cursor.as_deref(), session.legacy);
+            let request = self.post(body, headers);
             let answer = tokio::time::timeout(PROBE_WAIT, exchange(&mut sender, request))
                 .await
-                .map_err(|_| anyhow::anyhow!("no answer to tools/list"))?
-                .context("tools/list")?;
-            let message = message_of(answer.sse, &answer.body).context("tools/list: no answer")?;
-            let message: serde_json::Value =
-                serde_json::from_slice(&message).context("tools/list: not JSON")?;
-            let result = &message["result"];
-            tools.extend(result["tools"].as_array().cloned().unwrap_or_default());
-            match result["nextCursor"].as_str() {
-                Some(next) => cursor = Some(next.to_owned()),
-                None => break,
+                .map_err(|_| other(&"no answer"))?
+                .map_err(|e| other(&format_args!("{e:#}")))?;
+            let message = message_of(answer.sse, &answer.body).ok_or_else(|| {
+                other(&format_args!(
+                    "HTTP {} without a JSON-RPC answer",
+                    answer.status
+                ))
+            })?;
+            match listed.add(&message)? {
+                Some(next) => cursor = Some(next),
+                None => {
+                    listed.complete = true;
+                    break;
+                }
             }
         }
-        Ok(tools)
+        Ok(listed)
     }
 
     /// The legacy handshake on `sender`: `initialize` (without `MCP-Protocol-Version`, which

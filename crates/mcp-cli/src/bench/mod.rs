@@ -10,6 +10,7 @@ mod http;
 mod soak;
 mod stats;
 mod stdio;
+mod tools;
 mod workload;
 
 use std::sync::Arc;
@@ -349,6 +350,16 @@ async fn soak(args: &BenchArgs, workload: workload::Workload) -> u8 {
         samples: args.samples.clone(),
         headers,
     };
+    if workload.calls_tools()
+        && let Ok(target) = http::Target::parse(&plan.url, &plan.headers)
+    {
+        // A tool the server does not have would fail every call of the soak: refused now.
+        let listed = target.tools(&target.modern()).await;
+        if let Err(e) = tools::check(&workload, listed.as_ref()) {
+            eprintln!("error: {}", crate::client::clean_line(&e));
+            return crate::client::EXIT_PROTOCOL;
+        }
+    }
     match soak::run(plan, Arc::new(workload)).await {
         Ok(outcome) => {
             if args.json {
@@ -464,12 +475,21 @@ async fn measure(args: &BenchArgs) -> Result<Report, Setup> {
             sessions.resize_with(connections, || (target.modern(), None));
         }
         let mut workload = workload(args, legacy).map_err(Setup::Usage)?;
-        if !legacy && workload.calls_tools() {
+        if workload.calls_tools() {
+            let listed = target.tools(&sessions[0].0).await;
+            // A tool the server does not have would fail every call of the run: refused now.
+            if let Err(e) = tools::check(&workload, listed.as_ref()) {
+                for (session, sender) in sessions {
+                    target.end(sender, &session).await;
+                }
+                return Err(Setup::Protocol(anyhow::anyhow!(e)));
+            }
             // Calls mirror their tools' `x-mcp-header` arguments as a client must; a server
             // whose list cannot be read gets the calls without them (and says so in its answers).
-            match target.tools().await {
-                Ok(tools) => workload.mirror(&tools),
-                Err(e) => tracing::debug!(error = %e, "tools/list for the headers calls mirror"),
+            match &listed {
+                Ok(listed) if !legacy => workload.mirror(&listed.tools),
+                Ok(_) => {}
+                Err(e) => tracing::debug!(error = %e, "tools/list before the load"),
             }
         }
         let workload = Arc::new(workload);
@@ -518,6 +538,15 @@ async fn measure(args: &BenchArgs) -> Result<Report, Setup> {
             Protocol::modern()
         };
         let workload = workload_for(protocol.legacy)?;
+        if workload.calls_tools() {
+            // A tool the server does not have would fail every call of the run: refused now.
+            let listed = server.tools(protocol.legacy).await;
+            if let Err(e) = &listed {
+                tracing::debug!(error = %e, "tools/list before the load");
+            }
+            tools::check(&workload, listed.as_ref())
+                .map_err(|e| Setup::Protocol(anyhow::anyhow!(e)))?;
+        }
         let clock = Arc::new(Clock::new(args.warmup, duration(args), args.requests));
         let bar = progress(
             clock.clone(),

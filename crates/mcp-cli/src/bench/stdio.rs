@@ -14,6 +14,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use super::Clock;
 use super::era::{self, Failure, Found};
 use super::stats::{Stats, check_response};
+use super::tools::{self, Listed, Unlisted};
 use super::workload::{self, Workload};
 
 /// How long one answer may take before the run is declared stuck.
@@ -120,6 +121,38 @@ impl Server {
             .await
             .map_err(|e| transport(&e))?;
         Ok(version)
+    }
+
+    /// The tools the server lists (every page, up to [`tools::MAX_PAGES`]), before the load.
+    pub(crate) async fn tools(&mut self, legacy: bool) -> Result<Listed, Unlisted> {
+        let other = |e: &dyn std::fmt::Display| Unlisted::Other(format!("tools/list: {e}"));
+        let mut listed = Listed::default();
+        let mut cursor: Option<String> = None;
+        for page in 0..tools::MAX_PAGES {
+            let body = tools::request(page, cursor.as_deref(), legacy);
+            self.send(&body).await.map_err(|e| other(&e))?;
+            let id = tools::page_id(page);
+            loop {
+                let read = tokio::time::timeout(STALL, self.read_line())
+                    .await
+                    .map_err(|_| other(&"no answer within 30 s"))?
+                    .map_err(|e| other(&e))?;
+                if !read {
+                    return Err(other(&"the server closed its stdout"));
+                }
+                if response_id(trim(&self.line)) == Some(id) {
+                    break;
+                }
+            }
+            match listed.add(trim(&self.line))? {
+                Some(next) => cursor = Some(next),
+                None => {
+                    listed.complete = true;
+                    break;
+                }
+            }
+        }
+        Ok(listed)
     }
 
     /// Keeps `in_flight` requests going until the clock says stop.

@@ -140,6 +140,13 @@ impl Workload {
         }
     }
 
+    /// The tools the workload calls.
+    pub(crate) fn called_tools(&self) -> impl Iterator<Item = &str> {
+        self.templates
+            .iter()
+            .filter_map(|t| t.call.as_ref().map(|(name, _)| name.as_str()))
+    }
+
     /// Whether any request is a `tools/call`.
     pub(crate) fn calls_tools(&self) -> bool {
         self.templates.iter().any(|t| t.call.is_some())

@@ -174,7 +174,8 @@ fn type_label(property: &Value) -> String {
 }
 
 /// A tool's arguments for the `mcp tools` table: `name*: type` (`*` required), the required ones
-/// first in the order `required` gives, then the others by name.
+/// first in the order `required` gives, then the others in the schema's order (the server's:
+/// serde_json keeps the order of object members).
 pub(crate) fn summary(schema: &JsonObject) -> String {
     let properties = schema.get("properties").and_then(Value::as_object);
     let required: Vec<&str> = schema
@@ -337,9 +338,14 @@ mod tests {
         s.insert("required".into(), json!(["zip", "count"]));
         assert_eq!(
             summary(&s),
-            "zip*: string, count*: integer, filter: object, flag: boolean, free: any, \
-             label: string|null, maybe: integer|null, ratio: number"
+            "zip*: string, count*: integer, ratio: number, flag: boolean, filter: object, \
+             maybe: integer|null, label: string|null, free: any"
         );
+        // Not sorted: a schema read from the server's text keeps its order.
+        let text =
+            r#"{"type":"object","properties":{"zeta":{},"alpha":{},"mid":{}},"required":["mid"]}"#;
+        let read: JsonObject = serde_json::from_str(text).unwrap();
+        assert_eq!(summary(&read), "mid*: any, zeta: any, alpha: any");
         assert_eq!(summary(&JsonObject::new()), "");
         let refs = json!({"type": "object", "properties": {
             "home": {"$ref": "#/$defs/address"},

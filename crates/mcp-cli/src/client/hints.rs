@@ -32,7 +32,10 @@ pub(crate) fn explain(error: CliError, common: &Common, end: Option<ServerEnd>) 
     let failed = matches!(
         client_error.kind(),
         ErrorKind::Transport | ErrorKind::Timeout
-    ) || matches!(client_error, mcp_client::Error::InvalidServerBehaviour(_));
+    ) || matches!(
+        client_error,
+        mcp_client::Error::InvalidServerBehaviour(_) | mcp_client::Error::ListTooLong { .. }
+    );
     let end = end.filter(|_| failed);
     let mut hint = hint(client_error, common);
     if hint.is_none()
@@ -63,6 +66,13 @@ fn hint(error: &mcp_client::Error, common: &Common) -> Option<String> {
         mcp_client::Error::Http(http) => http,
         mcp_client::Error::ServerStart { .. } => return Some(stdio_hint(common)),
         mcp_client::Error::Protocol { method, error } => return protocol_hint(method, error),
+        mcp_client::Error::ListTooLong { .. } => {
+            return Some(
+                "the server keeps answering with a new nextCursor: its pagination does not end \
+                 (a fault of the server), or its list is larger than mcp accepts"
+                    .to_owned(),
+            );
+        }
         mcp_client::Error::NotModern { .. } => {
             return Some(
                 "it looks like a handshake-era (2025) server: leave out --era modern, or use \
@@ -77,6 +87,18 @@ fn hint(error: &mcp_client::Error, common: &Common) -> Option<String> {
         .as_deref()
         .and_then(|u| http::Uri::try_from(u).ok());
     match http {
+        HttpError::Connect { .. } if http.is_not_tls() => {
+            let plain = common
+                .url
+                .as_deref()
+                .and_then(|u| {
+                    u.get(..8)
+                        .filter(|scheme| scheme.eq_ignore_ascii_case("https://"))
+                        .map(|_| &u[8..])
+                })
+                .map_or_else(|| "http://...".to_owned(), |rest| format!("http://{rest}"));
+            Some(format!("try --url {plain}"))
+        }
         HttpError::Connect { reason, .. } if reason == "connection refused" => {
             Some("is the server running?".to_owned())
         }

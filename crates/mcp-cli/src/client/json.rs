@@ -1,4 +1,5 @@
-//! `--json`: results as the server sent them, and JSON-RPC errors, on stdout.
+//! `--json`: results as the server sent them, and errors (the server's JSON-RPC errors, and
+//! every other failure of a command that printed nothing), on stdout.
 //!
 //! The typed results of `mcp-client` drop members they do not know (a later revision's, a vendor's)
 //! and would add a `resultType` a legacy server never sent, so `--json` prints the text of the
@@ -7,7 +8,10 @@
 
 use std::sync::{Arc, Mutex};
 
+use mcp_client::ErrorKind;
 use mcp_jsonrpc::{ErrorObject, RawValue};
+
+use super::{CliError, EXIT_INTERRUPTED, EXIT_PROTOCOL, EXIT_TRANSPORT};
 
 /// The complete results of one request (one per page for a list), as received.
 #[derive(Clone, Default)]
@@ -59,6 +63,44 @@ pub(crate) fn list(results: &RawResults, member: &str) -> String {
 pub(crate) fn error(error: &ErrorObject) -> String {
     let value = serde_json::json!({ "error": error });
     serde_json::to_string_pretty(&value).unwrap_or_else(|_| value.to_string())
+}
+
+/// The text `--json` prints on stdout for a command that failed: a JSON-RPC error as
+/// [`error`] prints it, whatever was printed before (as it always was); any other failure, only
+/// when nothing was (`printed` false), as `{"error": {"kind": ..., "message": ..., "hint":
+/// ...}}`. It has no `code`, which only the server's errors have, so a script tells the two
+/// apart. `kind` follows the exit status: `protocol` (2), `transport` or `timeout` (3),
+/// `usage` (4), `interrupted` (130); `hint` is there when the message on stderr has one. A tool
+/// that reported an error has its result printed instead.
+pub(crate) fn failure(failed: &CliError, printed: bool) -> Option<String> {
+    let (inner, hint) = match failed {
+        CliError::Explained { error, hint, .. } => (&**error, hint.as_deref()),
+        other => (other, None),
+    };
+    if let CliError::Client(e) = inner
+        && let Some(object) = e.error_object()
+    {
+        return Some(error(object));
+    }
+    if printed || matches!(inner, CliError::ToolError) {
+        return None;
+    }
+    let timeout = matches!(inner, CliError::Client(e) if e.kind() == ErrorKind::Timeout);
+    let kind = match failed.exit_code() {
+        EXIT_PROTOCOL => "protocol",
+        EXIT_TRANSPORT if timeout => "timeout",
+        EXIT_TRANSPORT => "transport",
+        EXIT_INTERRUPTED => "interrupted",
+        _ => "usage",
+    };
+    let mut object = serde_json::Map::new();
+    object.insert("kind".into(), kind.into());
+    object.insert("message".into(), inner.to_string().into());
+    if let Some(hint) = hint {
+        object.insert("hint".into(), hint.into());
+    }
+    let value = serde_json::json!({ "error": object });
+    Some(serde_json::to_string_pretty(&value).unwrap_or_else(|_| value.to_string()))
 }
 
 /// Re-indents valid JSON text the way `serde_json::to_string_pretty` lays it out (two spaces,
@@ -176,6 +218,52 @@ mod tests {
         );
         assert!(results.take().is_empty());
         assert_eq!(single(&results), None);
+    }
+
+    #[test]
+    fn failures_say_their_kind_and_json_rpc_errors_stay_the_servers() {
+        let parse = |failed: &CliError, printed| -> Option<Value> {
+            failure(failed, printed).map(|text| serde_json::from_str(&text).unwrap())
+        };
+        let refused = CliError::Explained {
+            error: Box::new(CliError::Client(mcp_client::Error::Unsupported("listen"))),
+            hint: Some("try this".into()),
+            stderr: Some("the server's last words".into()),
+        };
+        assert_eq!(
+            parse(&refused, false),
+            Some(json!({"error": {"kind": "protocol",
+                "message": "not supported by this server: listen", "hint": "try this"}}))
+        );
+        assert_eq!(
+            parse(&refused, true),
+            None,
+            "after a result, stdout is left alone"
+        );
+        let timeout = CliError::Client(mcp_client::Error::Timeout {
+            method: "tools/call".into(),
+            after: std::time::Duration::from_secs(1),
+            hard: false,
+        });
+        assert_eq!(parse(&timeout, false).unwrap()["error"]["kind"], "timeout");
+        let usage = CliError::usage("--arg x: expected KEY=VALUE");
+        assert_eq!(
+            parse(&usage, false),
+            Some(json!({"error": {"kind": "usage", "message": "--arg x: expected KEY=VALUE"}}))
+        );
+        assert_eq!(parse(&CliError::ToolError, false), None);
+        let jsonrpc = CliError::Explained {
+            error: Box::new(CliError::Client(mcp_client::Error::Protocol {
+                method: "tools/call".into(),
+                error: ErrorObject::new(-32602, "Unknown tool"),
+            })),
+            hint: Some("did you mean x?".into()),
+            stderr: None,
+        };
+        assert_eq!(
+            parse(&jsonrpc, true),
+            Some(json!({"error": {"code": -32602, "message": "Unknown tool"}}))
+        );
     }
 
     #[test]

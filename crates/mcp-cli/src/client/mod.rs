@@ -24,6 +24,7 @@ mod output;
 mod progress;
 mod prompt;
 mod roots;
+pub(crate) mod suggest;
 mod task;
 mod verbs;
 pub(crate) mod words;
@@ -93,7 +94,10 @@ pub(crate) struct Common {
 
     /// Print the result as the server sent it, as JSON (each list page's items merged when there
     /// are several pages; `discover` on a legacy server: its initialize result; one line per
-    /// notification for `listen`); a JSON-RPC error is printed as {"error": {...}} on stdout too.
+    /// notification for `listen`). A JSON-RPC error is printed on stdout too, as {"error": {"code",
+    /// "message", "data"}}; any other failure of a command that printed nothing as {"error":
+    /// {"kind", "message", "hint"}}, kind being protocol, transport, timeout, usage or
+    /// interrupted.
     #[arg(long)]
     json: bool,
 
@@ -339,7 +343,7 @@ impl CliError {
         CliError::Usage(message.into())
     }
 
-    fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         match self {
             CliError::Usage(_) => EXIT_USAGE,
             CliError::ToolError => EXIT_TOOL_ERROR,

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::StreamExt as _;
 use mcp_client::{Client, ListenEvent, Request};
@@ -20,6 +21,7 @@ use super::media::Media;
 use super::offers::{self, Feature};
 use super::output::{self, Style, clean, clean_line, first_line};
 use super::progress::Progress;
+use super::suggest;
 use super::{CallArgs, CliError, Common, CompleteArgs, ListenArgs, PromptArgs, ReadArgs, Verb};
 
 /// Runs one verb: connect, ask, show, close.
@@ -47,10 +49,17 @@ pub(crate) async fn run(verb: Verb) -> Result<(), CliError> {
         output::check_dir(dir).map_err(CliError::Usage)?;
     }
     let progress = Progress::default();
-    let client = connect(&common, &progress)
-        .await
-        .map_err(|e| hints::explain(e, &common, None))?;
-    let result = match dispatch(&client, verb, &common, &progress).await {
+    let out = Out {
+        style: Style::detect(),
+        json: common.json,
+        raw: RawResults::default(),
+        printed: AtomicBool::new(false),
+    };
+    let client = match connect(&common, &progress).await {
+        Ok(client) => client,
+        Err(e) => return Err(out.failed(hints::explain(e, &common, None))),
+    };
+    let result = match dispatch(&client, verb, &common, &out, &progress).await {
         // A legacy server's way of asking for a URL to be opened: the same consent prompt as an
         // in-band request gets.
         Err(CliError::Client(e)) if e.code() == Some(URL_ELICITATION_REQUIRED) => {
@@ -58,14 +67,6 @@ pub(crate) async fn run(verb: Verb) -> Result<(), CliError> {
         }
         other => other,
     };
-    // Under --json a JSON-RPC error goes to stdout too (stderr still says it, the status is the
-    // same), so a script reads one JSON answer either way.
-    if common.json
-        && let Err(CliError::Client(e)) = &result
-        && let Some(error) = e.error_object()
-    {
-        println!("{}", json::error(error));
-    }
     progress.finish();
     // Best effort: the answer is in; a server slow to exit is not the user's problem.
     let status = client.close().await.ok().flatten();
@@ -76,7 +77,7 @@ pub(crate) async fn run(verb: Verb) -> Result<(), CliError> {
                 stderr: client.stderr().await,
                 status,
             };
-            Err(hints::explain(e, &common, Some(end)))
+            Err(out.failed(hints::explain(e, &common, Some(end))))
         }
     }
 }
@@ -85,26 +86,22 @@ async fn dispatch(
     client: &Client,
     verb: Verb,
     common: &Common,
+    out: &Out,
     progress: &Progress,
 ) -> Result<(), CliError> {
-    let out = Out {
-        style: Style::detect(),
-        json: common.json,
-        raw: RawResults::default(),
-    };
     let mut media = Media::new(common.save_dir.clone());
     match verb {
-        Verb::Discover(_) => discover(client, &out).await,
-        Verb::Tools(_) => tools(client, &out).await,
-        Verb::Call(args) => call(client, &out, &mut media, progress, args).await,
-        Verb::Resources(_) => resources(client, &out).await,
-        Verb::Templates(_) => templates(client, &out).await,
-        Verb::Read(args) => read(client, &out, &mut media, args).await,
-        Verb::Prompts(_) => prompts(client, &out).await,
-        Verb::Prompt(args) => prompt(client, &out, &mut media, args).await,
-        Verb::Complete(args) => complete(client, &out, args).await,
-        Verb::Listen(args) => listen(client, &out, args).await,
-        Verb::Task(action) => super::task::run(client, &out, &mut media, progress, action).await,
+        Verb::Discover(_) => discover(client, out).await,
+        Verb::Tools(_) => tools(client, out).await,
+        Verb::Call(args) => call(client, out, &mut media, progress, args).await,
+        Verb::Resources(_) => resources(client, out).await,
+        Verb::Templates(_) => templates(client, out).await,
+        Verb::Read(args) => read(client, out, &mut media, args).await,
+        Verb::Prompts(_) => prompts(client, out).await,
+        Verb::Prompt(args) => prompt(client, out, &mut media, args).await,
+        Verb::Complete(args) => complete(client, out, args).await,
+        Verb::Listen(args) => listen(client, out, args).await,
+        Verb::Task(action) => super::task::run(client, out, &mut media, progress, action).await,
         Verb::Auth(_) => unreachable!("handled by run"),
     }
 }
@@ -115,10 +112,29 @@ pub(super) struct Out {
     pub(super) json: bool,
     /// The results `--json` prints, as the server sent them.
     raw: RawResults,
+    /// Whether anything was printed on stdout.
+    printed: AtomicBool,
 }
 
 impl Out {
+    /// Under `--json`, says on stdout why the command failed, so that a script reads one JSON
+    /// answer whatever happened: a JSON-RPC error as the server sent it (`{"error": {"code",
+    /// "message", "data"}}`), and any other failure of the client (the transport, a local
+    /// timeout, a server that broke the protocol, ...) as `{"error": {"kind", "message",
+    /// "hint"}}`, unless the command printed something already (a result whose tool failed, a
+    /// task's status).
+    fn failed(&self, error: CliError) -> CliError {
+        if self.json {
+            let printed = self.printed.load(Ordering::Relaxed);
+            if let Some(text) = json::failure(&error, printed) {
+                self.print(&format!("{text}\n"));
+            }
+        }
+        error
+    }
+
     pub(super) fn print(&self, text: &str) {
+        self.printed.store(true, Ordering::Relaxed);
         let mut stdout = std::io::stdout().lock();
         let _ = stdout.write_all(text.as_bytes());
         let _ = stdout.flush();
@@ -315,20 +331,46 @@ async fn call(
         .iter()
         .find(|t| t.name == args.name)
         .map(|t| &t.input_schema);
-    if schema.is_none() {
+    // A name the server does not list may still be one it serves; if the call fails, the
+    // closest names it lists are suggested.
+    let suggestion = if schema.is_none() {
+        let suggestion = suggest::did_you_mean(&suggest::closest(
+            &args.name,
+            tools.iter().map(|t| t.name.as_str()),
+        ));
+        let near = suggestion
+            .as_ref()
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default();
         let note = stderr_style().yellow(&format!(
-            "note: the server does not list a tool named {:?}; calling it anyway",
-            args.name
+            "note: the server does not list a tool named {:?}{near}; calling it anyway",
+            clean_line(&args.name)
         ));
         eprintln!("{note}");
-    }
+        suggestion
+    } else {
+        None
+    };
+    let unlisted = |error: CliError| match (error, &suggestion) {
+        (CliError::Client(e), Some(hint))
+            if e.error_object().is_some() && e.code() != Some(URL_ELICITATION_REQUIRED) =>
+        {
+            CliError::Explained {
+                error: Box::new(CliError::Client(e)),
+                hint: Some(hint.clone()),
+                stderr: None,
+            }
+        }
+        (error, _) => error,
+    };
     let arguments = tool_arguments(&args.args_json, &args.args, schema)?;
     if let Some(schema) = schema {
         args::check(schema, &arguments)?;
     }
     if args.task {
         return super::task::start(client, out, media, &args.name, arguments, args.structured)
-            .await;
+            .await
+            .map_err(unlisted);
     }
     let bar = progress.clone();
     let mut request = out
@@ -360,10 +402,16 @@ async fn call(
     let cancel = mcp_client::CancellationToken::new();
     let request = request.cancel_token(cancel.clone());
     let interrupt = super::task::watch_interrupt()?;
-    progress.watch(&args.name);
-    let result = super::task::until_interrupted(request, &cancel, progress, interrupt).await?;
+    let result = super::task::until_interrupted(request, &cancel, progress, interrupt)
+        .await
+        .map_err(unlisted)?;
     progress.finish();
-    let what = format!("the tool {:?}", clean_line(&args.name));
+    let mut what = format!("the tool {:?}", clean_line(&args.name));
+    if let Some(suggestion) = &suggestion {
+        // A server may answer a tool it does not have with a tool error rather than a JSON-RPC
+        // one.
+        what.push_str(&format!(", which the server does not list ({suggestion})"));
+    }
     show_result(out, media, &args.name, &what, &result, args.structured)
 }
 

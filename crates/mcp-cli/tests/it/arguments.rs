@@ -18,8 +18,9 @@ fn tools_list_their_arguments() {
             .to_owned()
     };
     assert!(row("test_custom_header").contains("region*: string"));
+    // In the schema's order (zip, count, flag, tags), not sorted.
     assert!(
-        row("cli_echo").contains("count: integer, flag: boolean, tags: array, zip: string"),
+        row("cli_echo").contains("zip: string, count: integer, flag: boolean, tags: array"),
         "{}",
         run.stdout
     );

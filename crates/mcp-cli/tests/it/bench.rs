@@ -1,5 +1,5 @@
 //! `mcp bench` run as a user would: against the fixture over loopback HTTP and stdio, against a
-//! port where nothing listens, against a wrong path, an unknown tool, a handshake-era server
+//! port where nothing listens, against a wrong path, a tool the server lacks, a handshake-era server
 //! (`@modelcontextprotocol/server-everything`, measured as legacy once probed), and `mcp serve`
 //! forced to its legacy side over HTTP (sessions and stateless) and stdio. A run passes only when
 //! the answers are the expected ones; otherwise it says what came back and exits non-zero.
@@ -118,33 +118,53 @@ fn a_wrong_path_fails_the_run_and_shows_the_answer() {
 }
 
 #[test]
-fn an_unknown_tool_fails_the_run_with_the_servers_error_in_the_json_report() {
+fn a_tool_the_server_lacks_fails_at_once_before_any_load() {
+    // Ten minutes asked for: only a refusal before the load ends the run within the harness's
+    // bound on one run.
     let server = HttpServer::start();
+    let stdio = stdio_server();
+    let targets: [&[&str]; 3] = [
+        &["--url", &server.url],
+        &["--url", &server.url, "--era", "legacy"],
+        &["--stdio", &stdio],
+    ];
+    for target in targets {
+        let mut args = vec!["bench", "--call", "test_simple_txt", "-d", "10m", "--json"];
+        args.extend_from_slice(target);
+        let run = mcp(&args, "");
+        run.expect_code(2);
+        assert!(
+            run.stderr.contains(
+                "--call \"test_simple_txt\": the server lists no tool named \"test_simple_txt\"; \
+                 did you mean \"test_simple_text\"?"
+            ),
+            "{target:?}: {}",
+            run.stderr
+        );
+        assert!(run.stdout.is_empty(), "no report: {}", run.stdout);
+    }
+    // In a mix too, and with no name near.
     let run = mcp(
         &[
             "bench",
             "--url",
             &server.url,
+            "--mix",
+            "call=1,list=1",
             "--call",
             "no_such_tool",
-            "-n",
-            "20",
-            "--warmup",
-            "0s",
-            "--json",
+            "-d",
+            "10m",
         ],
         "",
     );
     run.expect_code(2);
-    let report = run.json();
-    assert_eq!(report["passed"], false, "{report}");
-    assert_eq!(report["ok"], 0, "{report}");
-    assert_eq!(report["errors"]["jsonrpc_-32602"], 20, "{report}");
-    let sample = report["error_samples"]["jsonrpc_-32602"]
-        .as_str()
-        .expect("a sample answer");
-    assert!(sample.contains("no_such_tool"), "{sample}");
-    assert!(report["failure"].as_str().unwrap().contains("20 of 20"));
+    assert!(
+        run.stderr
+            .contains("no tool named \"no_such_tool\" (mcp tools lists them)"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]

@@ -130,6 +130,12 @@ impl HttpError {
         HttpError::Status { status, body }
     }
 
+    /// True when no connection could be made to an `https://` URL because the server answered
+    /// the TLS handshake in plain text: an `http://` server, most likely.
+    pub fn is_not_tls(&self) -> bool {
+        matches!(self, HttpError::Connect { reason, .. } if reason == NOT_TLS)
+    }
+
     /// The error for a request that reqwest could not send: [`HttpError::Connect`] when no
     /// connection was made to `url`, else [`HttpError::Request`].
     pub(crate) fn sending(url: &reqwest::Url, source: reqwest::Error) -> Self {
@@ -159,6 +165,9 @@ fn connect_reason(error: &reqwest::Error) -> String {
     let mut innermost = None;
     let mut source = error.source();
     while let Some(cause) = source {
+        if let Some(reason) = tls_reason(cause) {
+            return reason.to_owned();
+        }
         if let Some(io) = cause.downcast_ref::<std::io::Error>() {
             let known = match io.kind() {
                 std::io::ErrorKind::ConnectionRefused => Some("connection refused"),
@@ -186,6 +195,29 @@ fn connect_reason(error: &reqwest::Error) -> String {
         text
     }
 }
+
+/// What a TLS failure at the start of a connection says about the server, when it says
+/// something a person can act on.
+///
+/// A server that speaks plain HTTP answers the ClientHello with an HTTP response (or an error
+/// page); rustls reads its first byte (`H` of `HTTP/1.1`) as a record's content type, which no
+/// TLS record has, and reports "received corrupt message of type InvalidContentType".
+fn tls_reason(cause: &(dyn std::error::Error + 'static)) -> Option<&'static str> {
+    // tokio-rustls wraps rustls's error in an io::Error, and reqwest that in another; the
+    // `source` of an io::Error skips the error it holds, so the wrappers are opened here.
+    let mut error: &(dyn std::error::Error + 'static) = cause;
+    while let Some(io) = error.downcast_ref::<std::io::Error>() {
+        error = io.get_ref()?;
+    }
+    match error.downcast_ref::<rustls::Error>()? {
+        rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType) => Some(NOT_TLS),
+        _ => None,
+    }
+}
+
+/// The reason of a [`HttpError::Connect`] to an `https://` URL whose server answered in plain
+/// HTTP.
+const NOT_TLS: &str = "the server does not speak TLS: it answered the handshake in plain text, as an http:// server does";
 
 /// The title of an HTML page, else its first text, whitespace collapsed and cut to [`SUMMARY`]
 /// characters; `None` when `text` does not look like HTML. Error pages of proxies and web servers
