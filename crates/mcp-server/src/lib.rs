@@ -97,7 +97,7 @@ pub use handler::{
     BoxFuture, CompletionHandler, Completions, PromptHandler, ResourceHandler, TemplateVars,
     ToolHandler, ToolResult,
 };
-pub use legacy::{Eras, LEGACY_VERSIONS};
+pub use legacy::{DECLARATION_FACTOR, Eras, LEGACY_VERSIONS, SessionLimits, URI_OVERHEAD};
 pub use mrtr::{KeyTooShort, MIN_KEY_LEN, StateError, StateSealer};
 pub use observe::{Metrics, RequestLog, RequestObserver, RequestProbe};
 pub use principal::{InsufficientScope, Principal, PrincipalBuilder};

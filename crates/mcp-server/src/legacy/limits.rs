@@ -3,26 +3,37 @@
 //! A session outlives the request that opened it (30 minutes of idleness on HTTP by default), so
 //! whatever it keeps from the client is memory the client chose: the capabilities and identity
 //! declared in `initialize`, and the URIs given to `resources/subscribe`. Each is bounded per
-//! session, and all sessions of one server together are bounded by a budget of bytes
-//! ([`SessionLimits::memory`]). The bytes counted are those of the JSON the client sent: the parsed
-//! form takes several times that, which the defaults allow for.
+//! session, and all sessions of one server together are bounded by a budget
+//! ([`SessionLimits::memory`]).
 //!
-//! An adversarial review measured what an unbounded `initialize` costs: 140 of them, each with
-//! 2.95 MB of `capabilities.experimental` (under the 4 MiB message limit), took a server to 2.8 GB.
-//! With these bounds such an `initialize` is refused with -32602 naming the limit, and no client
-//! can make sessions keep more than the budget together.
+//! The budget counts an estimate of memory, not bytes received: parsed JSON takes several times
+//! its text (one-character members took 13 times as much, measured with `scripts/bench-sessions
+//! --experimental-shape keys`), so a declaration is charged [`DECLARATION_FACTOR`] times its
+//! length, and a subscribed URI its length and [`URI_OVERHEAD`]. An adversarial review measured
+//! what unbounded declarations cost: 140 `initialize` requests, each with 2.95 MB of
+//! `capabilities.experimental` (under the 4 MiB message limit), took a server to 2.8 GB. Now each is
+//! refused with -32602 naming the limit, and no clients can make sessions keep more than the
+//! budget together.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// What a declaration of `initialize` is charged per byte of its JSON: an upper bound of what
+/// its parsed form takes.
+pub const DECLARATION_FACTOR: usize = 16;
+
+/// What a subscription is charged beyond its URI's bytes: the set's node and the string's header.
+pub const URI_OVERHEAD: usize = 64;
 
 /// Bounds on what handshake-era sessions keep; part of [`ServerConfig`](crate::ServerConfig).
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct SessionLimits {
-    /// The largest `capabilities` object `initialize` may declare, in bytes of JSON (16 KiB).
-    /// Hosts declare a few hundred bytes.
+    /// The largest `capabilities` object `initialize` may declare, in bytes of JSON (16 KiB);
+    /// larger is refused with -32602. Hosts declare a few hundred bytes.
     pub capabilities: usize,
-    /// The largest `clientInfo` object, in bytes of JSON (8 KiB: room for a small icon).
+    /// The largest `clientInfo` object kept, in bytes of JSON (8 KiB). A larger one is kept
+    /// without its `icons` (which a server never shows); if still larger, refused with -32602.
     pub client_info: usize,
     /// The most URIs one session may be subscribed to (1,024).
     pub subscriptions: usize,
@@ -30,9 +41,12 @@ pub struct SessionLimits {
     pub uri: usize,
     /// The most bytes of URIs one session's subscriptions may hold together (256 KiB).
     pub subscription_bytes: usize,
-    /// What every session of this server may keep together, in bytes of the JSON their clients
-    /// sent (declarations and subscriptions; 32 MiB). A transport refuses a new session beyond it
-    /// as it refuses one beyond its count (HTTP: 503), and a subscription beyond it is refused.
+    /// What every session of this server may keep together (128 MiB), as estimated: each
+    /// declaration [`DECLARATION_FACTOR`] times its bytes of JSON, each subscription its URI's
+    /// bytes and [`URI_OVERHEAD`]. A transport refuses a new session beyond it as it refuses one
+    /// beyond its count (HTTP: 503), and a subscription beyond it is refused with -32603. Typical
+    /// sessions (a few hundred bytes declared) are charged a few KiB, so the count of sessions is
+    /// the bound they meet first.
     pub memory: usize,
 }
 
@@ -44,9 +58,19 @@ impl Default for SessionLimits {
             subscriptions: 1024,
             uri: 8 * 1024,
             subscription_bytes: 256 * 1024,
-            memory: 32 * 1024 * 1024,
+            memory: 128 * 1024 * 1024,
         }
     }
+}
+
+/// What a session is charged for declarations of `bytes` bytes of JSON.
+pub(crate) fn declaration_charge(bytes: usize) -> usize {
+    bytes.saturating_mul(DECLARATION_FACTOR)
+}
+
+/// What a session is charged for subscribing to `uri`.
+pub(crate) fn uri_charge(uri: &str) -> usize {
+    uri.len() + URI_OVERHEAD
 }
 
 /// The bytes that every session of one server keeps, counted as they are taken and given back.

@@ -38,7 +38,7 @@ use tokio_util::sync::CancellationToken;
 pub(crate) use bridge::Outbound;
 pub use events::LegacyNotifications;
 pub(crate) use limits::Kept;
-pub use limits::SessionLimits;
+pub use limits::{DECLARATION_FACTOR, SessionLimits, URI_OVERHEAD};
 
 use crate::observe::RequestEra;
 use crate::router::{Outcome, Prepared, Reply, ReplyMessage, RequestIo, error_reply};
@@ -122,8 +122,8 @@ impl LegacySession {
         self.inner.client_info.as_deref()
     }
 
-    /// The bytes of JSON this session keeps of what its client sent: its declarations and its
-    /// subscriptions' URIs (see [`SessionLimits`]).
+    /// What this session is charged for keeping what its client sent: its declarations and its
+    /// subscriptions, estimated as [`SessionLimits::memory`] describes.
     pub fn kept_bytes(&self) -> usize {
         self.inner.charge.as_ref().map_or(0, limits::Charge::bytes)
     }
@@ -241,6 +241,33 @@ struct InitializeParams<'a> {
     client_info: Option<&'a RawValue>,
 }
 
+/// Reads `clientInfo`, which a session keeps for logs and handlers: one larger than `limit` bytes
+/// of JSON is kept without its `icons` (a server never shows them, and an icon as a `data:` URI is
+/// what makes an identity large); one still larger is refused with -32602.
+fn client_info(
+    raw: Option<&RawValue>,
+    limit: usize,
+) -> Result<(Option<Implementation>, usize), ErrorObject> {
+    let Some(raw) = raw.filter(|r| r.get() != "null") else {
+        return Ok((None, 0));
+    };
+    if raw.get().len() <= limit {
+        return declaration(Some(raw), "clientInfo", limit);
+    }
+    let mut info = crate::methods::decode::<Implementation>(Some(raw)).map_err(|e| {
+        ErrorObject::invalid_params(format_args!("params.clientInfo: {}", e.message))
+    })?;
+    info.icons = None;
+    let len = serde_json::to_string(&info).map_or(usize::MAX, |text| text.len());
+    if len > limit {
+        return Err(ErrorObject::invalid_params(format_args!(
+            "initialize: params.clientInfo is {} bytes of JSON ({len} without its icons); a session keeps at most {limit}",
+            raw.get().len()
+        )));
+    }
+    Ok((Some(info), len))
+}
+
 /// Reads one declaration of `initialize` that a session keeps, refusing one larger than `limit`
 /// bytes of JSON with -32602.
 fn declaration<T: serde::de::DeserializeOwned>(
@@ -296,11 +323,7 @@ impl Server {
                 "capabilities",
                 bounds.capabilities,
             )?;
-            let (client_info, b) = declaration::<Implementation>(
-                params.client_info,
-                "clientInfo",
-                bounds.client_info,
-            )?;
+            let (client_info, b) = client_info(params.client_info, bounds.client_info)?;
             Ok((capabilities.unwrap_or_default(), client_info, a + b))
         };
         let (capabilities, client_info, declared) =
@@ -333,7 +356,10 @@ impl Server {
                 client_info: client_info.map(Arc::new),
                 log_level: Mutex::new(None),
                 subscriptions: Mutex::new(BTreeSet::new()),
-                charge: Some(limits::Charge::new(self.inner.kept.clone(), declared)),
+                charge: Some(limits::Charge::new(
+                    self.inner.kept.clone(),
+                    limits::declaration_charge(declared),
+                )),
                 subscriber: Mutex::new(Principal::anonymous()),
                 initialized: AtomicBool::new(false),
                 in_flight: Mutex::new(HashMap::new()),

@@ -65,7 +65,7 @@ impl Server {
                 return error_reply(Some(id), &e, false);
             }
             if let Some(charge) = &session.inner.charge
-                && !charge.add(uri.len(), limits.memory)
+                && !charge.add(super::limits::uri_charge(&uri), limits.memory)
             {
                 let e = ErrorObject::internal_error(
                     "this server's sessions keep as much as they may; try again later",
@@ -98,7 +98,7 @@ impl LegacySession {
             .expect("subscriptions")
             .remove(uri);
         if removed && let Some(charge) = &self.inner.charge {
-            charge.sub(uri.len());
+            charge.sub(super::limits::uri_charge(uri));
         }
     }
 }

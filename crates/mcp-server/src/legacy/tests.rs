@@ -495,6 +495,13 @@ async fn initialize_refuses_declarations_beyond_the_session_limits() {
         reply["error"]["message"]
             .as_str()
             .unwrap()
+            .contains("without its icons"),
+        "{reply}"
+    );
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .unwrap()
             .contains("params.clientInfo"),
         "{reply}"
     );
@@ -519,6 +526,27 @@ async fn initialize_refuses_declarations_beyond_the_session_limits() {
     let ok = pipe.initialize("2025-11-25", json!({"roots": {}})).await;
     assert_eq!(ok["result"]["protocolVersion"], "2025-11-25", "{ok}");
     assert!(server.inner.kept.get() > 0);
+}
+
+#[tokio::test]
+async fn a_large_client_identity_is_kept_without_its_icons() {
+    let server = small_server(1 << 20);
+    let mut pipe = Pipe::start(server.clone());
+    let icon = format!("data:image/png;base64,{}", "A".repeat(400));
+    let reply = pipe
+        .call(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "host", "version": "2", "icons": [{"src": icon}]}}),
+        )
+        .await;
+    assert_eq!(reply["result"]["protocolVersion"], "2025-11-25", "{reply}");
+    // Kept: the identity without the icon.
+    assert_eq!(
+        server.inner.kept.get(),
+        limits::declaration_charge(r#"{}"#.len() + r#"{"name":"host","version":"2"}"#.len())
+    );
 }
 
 #[tokio::test]
@@ -562,7 +590,7 @@ async fn subscriptions_are_bounded_and_must_name_a_resource() {
     }
     assert_eq!(
         server.inner.kept.get(),
-        declared + "test://t/one".len() + "test://t/two".len(),
+        declared + limits::uri_charge("test://t/one") + limits::uri_charge("test://t/two"),
         "a repeated subscription is kept once"
     );
     let third = pipe
@@ -582,7 +610,10 @@ async fn subscriptions_are_bounded_and_must_name_a_resource() {
         .call(7, "resources/unsubscribe", subscribe("test://t/one".into()))
         .await;
     assert_eq!(off["result"], json!({}), "{off}");
-    assert_eq!(server.inner.kept.get(), declared + "test://t/two".len());
+    assert_eq!(
+        server.inner.kept.get(),
+        declared + limits::uri_charge("test://t/two")
+    );
     // 12 + 38 bytes of URIs are within 64; one more would not be.
     let fits = pipe
         .call(
@@ -613,11 +644,13 @@ async fn subscriptions_are_bounded_and_must_name_a_resource() {
 
 #[tokio::test]
 async fn sessions_give_back_what_they_kept_and_the_budget_holds_across_them() {
-    // What one session of `Pipe::initialize` declares, in bytes of JSON.
-    let declared = r#"{"roots":{}}"#.len() + r#"{"name":"old-host","version":"1"}"#.len();
+    // What one session of `Pipe::initialize` is charged for what it declares.
+    let declared = limits::declaration_charge(
+        r#"{"roots":{}}"#.len() + r#"{"name":"old-host","version":"1"}"#.len(),
+    );
     let uri = "test://t/one";
     // Room for two sessions and one subscription, not for a second subscription.
-    let budget = 2 * declared + uri.len() + 5;
+    let budget = 2 * declared + limits::uri_charge(uri) + 5;
     let server = small_server(budget);
     {
         let mut alice = Pipe::start(server.clone());
@@ -629,13 +662,19 @@ async fn sessions_give_back_what_they_kept_and_the_budget_holds_across_them() {
         assert_eq!(ok["result"], json!({}), "{ok}");
         let mut bob = Pipe::start(server.clone());
         bob.initialize("2025-11-25", json!({"roots": {}})).await;
-        assert_eq!(server.inner.kept.get(), 2 * declared + uri.len());
+        assert_eq!(
+            server.inner.kept.get(),
+            2 * declared + limits::uri_charge(uri)
+        );
         assert!(!server.legacy_sessions_full());
         let refused = bob
             .call(2, "resources/subscribe", json!({"uri": "test://t/two"}))
             .await;
         assert_eq!(refused["error"]["code"], -32603, "{refused}");
-        assert_eq!(server.inner.kept.get(), 2 * declared + uri.len());
+        assert_eq!(
+            server.inner.kept.get(),
+            2 * declared + limits::uri_charge(uri)
+        );
         // A third session is over the budget: a transport that keeps sessions refuses it.
         let mut carol = Pipe::start(server.clone());
         carol.initialize("2025-11-25", json!({"roots": {}})).await;

@@ -212,18 +212,18 @@ async fn an_ipv6_prefix_is_one_caller_and_loopback_is_not_counted() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sessions_within_the_budget_of_kept_bytes() {
+async fn sessions_stay_within_the_budget_of_what_they_keep() {
     // Room for what two sessions of `initialize` declare, not three.
     let declared = r#"{}"#.len() + r#"{"name":"old-host","version":"1"}"#.len();
+    assert_eq!(declared, 35);
     let build = |_: Arc<Probes>| -> Server {
         let mut config = mcp_server::ServerConfig::default();
-        config.sessions.memory = 2 * 35 + 10;
+        config.sessions.memory = 2 * 35 * mcp_server::DECLARATION_FACTOR + 10;
         super::fixture::full_builder(Arc::new(Probes::default()))
             .config(config)
             .build()
             .unwrap()
     };
-    assert_eq!(declared, 35);
     let srv = start(build(Arc::default()), test_config()).await;
     let who = ("x-test-principal", "alice");
     opened(&srv, who).await;
