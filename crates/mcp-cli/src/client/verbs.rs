@@ -402,6 +402,7 @@ async fn call(
     let cancel = mcp_client::CancellationToken::new();
     let request = request.cancel_token(cancel.clone());
     let interrupt = super::task::watch_interrupt()?;
+    progress.watch(&args.name);
     let result = super::task::until_interrupted(request, &cancel, progress, interrupt)
         .await
         .map_err(unlisted)?;

@@ -20,7 +20,11 @@ mod offers;
 mod output;
 mod output_safety;
 mod pagination;
+mod progress;
 mod readme;
+mod save_dir;
 mod serve;
 mod stdio;
 mod tasks;
+#[cfg(unix)]
+mod terminal;
