@@ -86,8 +86,10 @@ pub enum TaskStoreError {
         "you already have {0} unfinished tasks, the most allowed; wait for one to finish or cancel one"
     )]
     OwnerLimit(usize),
-    /// The store holds as many tasks as it may, none of them finished.
-    #[error("the server holds {0} unfinished tasks, the most it keeps; try again later")]
+    /// The store holds as many tasks as it may, and none of them may make room: none is
+    /// finished, or the finished ones belong to principals that do not hold more than their
+    /// share.
+    #[error("the server holds {0} tasks, the most it keeps; try again later")]
     Full(usize),
     /// The store could not be reached or failed.
     #[error("the task store failed: {0}")]
@@ -154,8 +156,14 @@ pub trait TaskStore: Send + Sync + 'static {
 }
 
 /// The store every server starts with: tasks in this process's memory, at most `capacity` of them.
-/// When it is full, the oldest finished task makes room for a new one; when all are unfinished,
-/// new tasks are refused.
+///
+/// When it is full, a finished task makes room for a new one, chosen fairly between principals:
+/// each has an equal share of the capacity (divided among the principals holding tasks, the new
+/// task's owner counted), and a principal at or over its share makes room among its own finished
+/// tasks only, so that one principal creating tasks without end cannot push out another's
+/// results before that one has fetched them. A principal under its share takes the place of the
+/// oldest finished task of the principal furthest over its share. When no finished task may
+/// make room, the new task is refused ([`TaskStoreError::Full`]).
 #[derive(Debug)]
 pub struct MemoryTaskStore {
     tasks: Mutex<HashMap<String, TaskRecord>>,
@@ -264,6 +272,52 @@ pub fn accept(record: &mut TaskRecord, responses: JsonObject, now: SystemTime) -
     changed
 }
 
+/// The finished task that makes room for a new task of `owner` in a full store, if one may.
+///
+/// Every principal holding tasks (and `owner`) has an equal share of `capacity`. Taking from
+/// another principal is what lets a newcomer in once someone filled the store, so it is allowed
+/// only to an owner under its share and only from a principal over its share (the one holding
+/// the most first, its oldest finished task): a principal never loses a task, within its time to
+/// live, to one that already holds as much as it. Otherwise the owner's own oldest finished task
+/// makes room, if it has one.
+fn evictable(tasks: &HashMap<String, TaskRecord>, owner: &str, capacity: usize) -> Option<String> {
+    /// What one principal holds: how many tasks, and its oldest finished one.
+    #[derive(Default)]
+    struct Held<'a> {
+        count: usize,
+        oldest_finished: Option<&'a TaskRecord>,
+    }
+    let mut held: HashMap<&str, Held<'_>> = HashMap::new();
+    for task in tasks.values() {
+        let entry = held.entry(task.owner.as_str()).or_default();
+        entry.count += 1;
+        if task.status.is_terminal()
+            && entry
+                .oldest_finished
+                .is_none_or(|t| task.updated_at < t.updated_at)
+        {
+            entry.oldest_finished = Some(task);
+        }
+    }
+    let mine = held.get(owner).map_or(0, |h| h.count);
+    let principals = held.len() + usize::from(mine == 0);
+    let share = (capacity / principals).max(1);
+    if mine < share {
+        let over = held
+            .iter()
+            .filter(|(who, h)| **who != owner && h.count > share)
+            .filter_map(|(_, h)| Some((h.count, h.oldest_finished?)))
+            // The most held first; between equals, the task finished longest ago.
+            .max_by(|(a, x), (b, y)| a.cmp(b).then(y.updated_at.cmp(&x.updated_at)));
+        if let Some((_, task)) = over {
+            return Some(task.id.clone());
+        }
+    }
+    held.get(owner)
+        .and_then(|h| h.oldest_finished)
+        .map(|t| t.id.clone())
+}
+
 impl TaskStore for MemoryTaskStore {
     fn insert(
         &self,
@@ -283,12 +337,7 @@ impl TaskStore for MemoryTaskStore {
             tasks.retain(|_, t| !t.expired(now));
         }
         if tasks.len() >= self.capacity {
-            let oldest = tasks
-                .values()
-                .filter(|t| t.status.is_terminal())
-                .min_by_key(|t| t.updated_at)
-                .map(|t| t.id.clone());
-            match oldest {
+            match evictable(&tasks, &record.owner, self.capacity) {
                 Some(id) => {
                     tasks.remove(&id);
                 }
@@ -379,5 +428,163 @@ impl TaskStore for MemoryTaskStore {
             .cloned()
             .collect();
         ready(Ok(found))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use serde_json::json;
+
+    use super::{MemoryTaskStore, TaskChange, TaskStore, TaskStoreError};
+    use crate::tasks::{TaskConfig, TaskRecord, new_record};
+
+    /// A task of `owner` kept until the server stops.
+    fn task(owner: &str) -> TaskRecord {
+        let config = TaskConfig {
+            ttl: None,
+            ..TaskConfig::default()
+        };
+        new_record(owner.into(), &config, "here")
+    }
+
+    /// Stores a task of `owner` and, if `finish`, completes it; returns its id.
+    async fn add(
+        store: &MemoryTaskStore,
+        owner: &str,
+        finish: bool,
+    ) -> Result<String, TaskStoreError> {
+        let record = task(owner);
+        store.insert(record.clone(), 100).await?;
+        if finish {
+            let done = TaskChange::Completed(json!({"content": []}));
+            store
+                .change(&record.id, done, SystemTime::now())
+                .await
+                .unwrap()
+                .expect("completed");
+        }
+        Ok(record.id)
+    }
+
+    async fn present(store: &MemoryTaskStore, ids: &[String]) -> usize {
+        let mut n = 0;
+        for id in ids {
+            n += usize::from(store.get(id).await.unwrap().is_some());
+        }
+        n
+    }
+
+    #[tokio::test]
+    async fn one_principal_filling_the_store_does_not_evict_anothers_finished_tasks() {
+        let store = MemoryTaskStore::new(10);
+        let mut bobs = Vec::new();
+        for _ in 0..2 {
+            bobs.push(add(&store, "bob", true).await.unwrap());
+        }
+        // Alice's finished tasks are newer than Bob's, so "the oldest finished" is always Bob's.
+        std::thread::sleep(Duration::from_millis(2));
+        let mut alices = Vec::new();
+        for _ in 0..50 {
+            alices.push(add(&store, "alice", true).await.unwrap());
+        }
+        assert_eq!(
+            present(&store, &bobs).await,
+            2,
+            "Bob's results, not yet fetched and within their time to live, are kept"
+        );
+        assert_eq!(store.len(), 10);
+        assert_eq!(
+            present(&store, &alices).await,
+            8,
+            "Alice made room among her own: her newest eight are kept"
+        );
+        assert_eq!(present(&store, &alices[42..]).await, 8);
+    }
+
+    #[tokio::test]
+    async fn a_newcomer_takes_the_place_of_the_finished_tasks_of_whoever_holds_more_than_its_share()
+    {
+        let store = MemoryTaskStore::new(10);
+        let mut alices = Vec::new();
+        for _ in 0..10 {
+            alices.push(add(&store, "alice", true).await.unwrap());
+        }
+        // Two principals: five tasks each. Bob's first five push out Alice's oldest five.
+        let mut bobs = Vec::new();
+        for _ in 0..5 {
+            bobs.push(add(&store, "bob", true).await.unwrap());
+        }
+        assert_eq!(present(&store, &alices[..5]).await, 0);
+        assert_eq!(present(&store, &alices[5..]).await, 5);
+        // At his share, Bob makes room among his own.
+        let sixth = add(&store, "bob", true).await.unwrap();
+        assert!(store.get(&sixth).await.unwrap().is_some());
+        assert_eq!(
+            present(&store, &alices[5..]).await,
+            5,
+            "Alice keeps her share"
+        );
+        assert_eq!(present(&store, &bobs).await, 4, "Bob's oldest made room");
+        assert!(store.get(&bobs[0]).await.unwrap().is_none());
+        // A third principal's share is three: it takes from both, the one holding most first.
+        for _ in 0..3 {
+            add(&store, "carol", false).await.unwrap();
+        }
+        assert_eq!(store.len(), 10);
+        assert_eq!(present(&store, &alices).await, 3);
+        let bobs_left = present(&store, &bobs).await + present(&store, &[sixth]).await;
+        assert_eq!(bobs_left, 4);
+    }
+
+    #[tokio::test]
+    async fn a_principal_over_its_share_with_nothing_finished_is_refused_not_given_anothers_place()
+    {
+        let store = MemoryTaskStore::new(4);
+        let bobs = [
+            add(&store, "bob", true).await.unwrap(),
+            add(&store, "bob", true).await.unwrap(),
+        ];
+        add(&store, "alice", false).await.unwrap();
+        add(&store, "alice", false).await.unwrap();
+        assert_eq!(
+            add(&store, "alice", false).await,
+            Err(TaskStoreError::Full(4)),
+            "Alice holds her share, none of it finished"
+        );
+        assert_eq!(present(&store, &bobs).await, 2);
+        // Nobody holds more than a share of one: a newcomer is refused too.
+        let store = MemoryTaskStore::new(2);
+        let firsts = [
+            add(&store, "alice", true).await.unwrap(),
+            add(&store, "bob", true).await.unwrap(),
+        ];
+        assert_eq!(
+            add(&store, "carol", false).await,
+            Err(TaskStoreError::Full(2))
+        );
+        assert_eq!(present(&store, &firsts).await, 2);
+        assert_eq!(
+            TaskStoreError::Full(2).to_string(),
+            "the server holds 2 tasks, the most it keeps; try again later"
+        );
+    }
+
+    #[tokio::test]
+    async fn expired_tasks_make_room_before_anything_is_taken() {
+        let store = MemoryTaskStore::new(2);
+        let config = TaskConfig {
+            ttl: Some(Duration::from_millis(1)),
+            ..TaskConfig::default()
+        };
+        let old = new_record("alice".into(), &config, "here");
+        store.insert(old.clone(), 100).await.unwrap();
+        let bobs = add(&store, "bob", true).await.unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+        // Alice's expired task goes, not Bob's finished one.
+        add(&store, "carol", false).await.unwrap();
+        assert!(store.get(&bobs).await.unwrap().is_some());
+        assert_eq!(store.len(), 2);
     }
 }

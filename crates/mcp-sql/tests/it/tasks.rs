@@ -210,6 +210,61 @@ async fn a_task_run_by_one_instance_is_answered_by_another() {
     }
 }
 
+/// A name no other run of the tests uses.
+fn fresh(prefix: &str) -> String {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    format!("{prefix}-{}-{nanos}-{n}", std::process::id())
+}
+
+/// A finished task of `owner`, kept until the server stops, as a store receives it.
+fn finished_record(owner: &str) -> mcp_server::tasks::TaskRecord {
+    let now = serde_json::to_value(std::time::SystemTime::now()).unwrap();
+    serde_json::from_value(json!({
+        "id": fresh("task"), "owner": owner, "status": "completed",
+        "status_message": null, "created_at": now, "updated_at": now, "ttl": null,
+        "poll_interval": null, "input_requests": {}, "answers": {}, "result": {"content": []},
+        "error": null, "runner": "elsewhere",
+    }))
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_principal_creating_many_tasks_never_removes_anothers() {
+    use mcp_server::tasks::TaskStore;
+    if !support::postgres() {
+        return;
+    }
+    // The shared store has no capacity of its own: a task leaves it when its time to live ends
+    // (or it is deleted), never to make room, so nobody's tasks go for another's.
+    let store = store(Duration::from_secs(30)).await;
+    let (alice, bob) = (fresh("alice"), fresh("bob"));
+    let bobs = [finished_record(&bob), finished_record(&bob)];
+    for record in &bobs {
+        store.insert(record.clone(), 100).await.unwrap();
+    }
+    let mut alices = Vec::new();
+    for _ in 0..300 {
+        let record = finished_record(&alice);
+        store.insert(record.clone(), 100).await.unwrap();
+        alices.push(record.id);
+    }
+    for record in &bobs {
+        assert_eq!(
+            store.get(&record.id).await.unwrap().as_ref(),
+            Some(record),
+            "Bob's finished task is kept"
+        );
+    }
+    for id in bobs.iter().map(|r| &r.id).chain(&alices) {
+        store.remove(id).await.unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_through_another_instance_reaches_the_handler() {
     if !support::postgres() {
