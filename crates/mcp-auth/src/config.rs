@@ -36,7 +36,10 @@ pub struct AuthConfig {
     pub claims: Vec<String>,
     /// Clock skew allowed on `exp` and `nbf` (default 60 s).
     pub leeway: Duration,
-    /// The shortest time between two JWKS fetches caused by an unknown `kid` (default 30 s).
+    /// Paces the JWKS fetches an unknown `kid` causes (default 30 s): at most four at once, then
+    /// one per quarter of this interval, so that tokens naming made-up keys can neither hammer
+    /// the authorization server nor hold back a key it rotates in for longer than a quarter of
+    /// it. After a failed fetch, none for the whole interval.
     pub jwks_refetch_interval: Duration,
     /// The most keys kept from a JWKS (default 32); the rest are ignored.
     pub max_keys: usize,

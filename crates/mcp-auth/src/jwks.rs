@@ -1,8 +1,25 @@
 //! The authorization server's signing keys: a JWKS fetched on demand, cached, and refetched on an
-//! unknown `kid` no more often than the configured interval.
+//! unknown `kid` within a small budget per interval.
+//!
+//! Why a budget and not one fetch per interval: the `kid` is in the token's unsigned header, so
+//! anyone can send a token naming a key nobody publishes. With one fetch per interval, such a
+//! token spends the interval's only fetch, and a key the authorization server rotates in just
+//! after it is refused (401) for up to the whole interval (30 s by default) to every legitimate
+//! client. A fetch loads every key, whoever asked for it, so what a rotated key needs is that
+//! some fetch happens soon after it is published: unknown kids may cause up to [`REFETCH_BURST`]
+//! fetches at once, and after such a burst one more every `interval / REFETCH_BURST`. An
+//! attacker's single token no longer holds a rotation back; one who keeps sending made-up kids
+//! costs the authorization server at most `REFETCH_BURST` fetches per interval (on average) and
+//! holds a rotated key back for at most `interval / REFETCH_BURST` (7.5 s by default). The
+//! attacker's kids cannot be told from a rotated key's without fetching, so no rule can do both
+//! better: remembering the kids that missed would let an attacker who guesses the next kid keep
+//! it out for a whole interval by sending it before it is published, so misses are not
+//! remembered. Requests that find no key while a fetch is under way wait for it and share its
+//! answer, so a wave of requests with one unknown kid costs one or two fetches, not the budget.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
@@ -134,20 +151,52 @@ fn verify_key(jwk: &Jwk) -> Option<VerifyKey> {
     Some(VerifyKey { key, algorithms })
 }
 
+/// How many JWKS fetches unknown kids may cause at once. After such a burst, one more may
+/// happen every refetch interval divided by this.
+pub(crate) const REFETCH_BURST: u32 = 4;
+
 /// The cached keys and the rules for fetching them again.
 pub(crate) struct KeyStore {
     url: Option<String>,
     keys: ArcSwap<KeySet>,
     refetch_interval: Duration,
     max_keys: usize,
-    /// One fetch at a time; also guards when the last one happened and how it went.
+    /// How many fetches have begun: a request that saw no key and finds this count moved once it
+    /// holds the lock shares the answer of a fetch that began after it looked.
+    started: AtomicU64,
+    /// One fetch at a time; also guards the budget and how the last fetch went.
     fetch: tokio::sync::Mutex<FetchState>,
 }
 
 #[derive(Default)]
 struct FetchState {
-    last: Option<Instant>,
-    failed: bool,
+    /// When the last fetch failed, if it did: the authorization server is not asked again
+    /// within the interval after a failure.
+    failed_at: Option<Instant>,
+    /// The budget of fetches unknown kids may cause.
+    budget: Budget,
+}
+
+/// [`REFETCH_BURST`] fetches at once, then one per `interval / REFETCH_BURST`: a token bucket kept
+/// as one instant (the generic cell rate algorithm).
+#[derive(Default)]
+struct Budget {
+    /// When the budget will be whole again; `None` (or past): it is whole.
+    full_at: Option<Instant>,
+}
+
+impl Budget {
+    /// Takes one fetch from the budget at `now`, if one is left.
+    fn take(&mut self, now: Instant, interval: Duration) -> bool {
+        let step = interval / REFETCH_BURST;
+        let full_at = self.full_at.map_or(now, |at| at.max(now));
+        // `full_at - now` is what was spent and not yet refilled, `interval` the whole budget.
+        if full_at.duration_since(now) + step > interval {
+            return false;
+        }
+        self.full_at = Some(full_at + step);
+        true
+    }
 }
 
 /// Why no key could be had.
@@ -169,18 +218,21 @@ impl KeyStore {
             keys: ArcSwap::from_pointee(KeySet::default()),
             refetch_interval,
             max_keys,
+            started: AtomicU64::new(0),
             fetch: tokio::sync::Mutex::new(FetchState::default()),
         }
     }
 
-    /// The key for a token, fetching the JWKS again if the `kid` is unknown and the last fetch
-    /// is older than the refetch interval.
+    /// The key for a token, fetching the JWKS again if the `kid` is unknown and the budget of
+    /// fetches allows (see the module's documentation).
     pub(crate) async fn key(
         &self,
         fetch: &Fetcher,
         kid: Option<&str>,
         alg: Algorithm,
     ) -> Result<Arc<VerifyKey>, KeyError> {
+        // Read before looking: a fetch counted after this began after the key was found missing.
+        let started = self.started.load(Ordering::Acquire);
         match self.keys.load().find(kid, alg) {
             Lookup::Found(key) => return Ok(key),
             Lookup::WrongAlgorithm => return Err(KeyError::WrongAlgorithm),
@@ -198,24 +250,29 @@ impl KeyStore {
             Lookup::Ambiguous => return Err(KeyError::Ambiguous),
             Lookup::Unknown => {}
         }
-        if let Some(last) = state.last {
-            let since = last.elapsed();
+        if let Some(failed_at) = state.failed_at {
+            let since = failed_at.elapsed();
             if since < self.refetch_interval {
-                // An unknown kid must not make every request hit the authorization server: within
-                // the interval the answer is the last fetch's.
-                return Err(if state.failed {
-                    KeyError::Unavailable {
-                        retry_after: self.refetch_interval - since,
-                    }
-                } else {
-                    KeyError::Unknown
+                // The authorization server just failed: its outage is the answer until the
+                // interval has passed, rather than a fetch per request.
+                return Err(KeyError::Unavailable {
+                    retry_after: self.refetch_interval - since,
                 });
             }
         }
-        state.last = Some(Instant::now());
+        if self.started.load(Ordering::Acquire) != started {
+            // A fetch began after this request found no key, and did not find it either.
+            return Err(KeyError::Unknown);
+        }
+        if !state.budget.take(Instant::now(), self.refetch_interval) {
+            // Unknown kids must not make the server hammer the authorization server: with the
+            // budget spent, the answer is the last fetch's.
+            return Err(KeyError::Unknown);
+        }
+        self.started.fetch_add(1, Ordering::AcqRel);
         match fetch.get_json::<JwksDocument>(url).await {
             Ok(doc) => {
-                state.failed = false;
+                state.failed_at = None;
                 let set = KeySet::from_document(&doc, self.max_keys);
                 tracing::info!(url = %url, keys = set.len(), "fetched the authorization server's JWKS");
                 let found = set.find(kid, alg);
@@ -228,7 +285,7 @@ impl KeyStore {
                 }
             }
             Err(e) => {
-                state.failed = true;
+                state.failed_at = Some(Instant::now());
                 tracing::warn!(url = %url, error = %crate::error::chain(&e), "fetching the authorization server's JWKS failed");
                 Err(KeyError::Unavailable {
                     retry_after: self.refetch_interval,
@@ -237,14 +294,14 @@ impl KeyStore {
         }
     }
 
-    /// Fetches the JWKS now (at start-up), whatever the interval; a failure is only logged.
+    /// Fetches the JWKS now (at start-up), outside the budget; a failure is only logged.
     pub(crate) async fn warm(&self, fetch: &Fetcher) {
         let Some(url) = &self.url else { return };
         let mut state = self.fetch.lock().await;
+        self.started.fetch_add(1, Ordering::AcqRel);
         match fetch.get_json::<JwksDocument>(url).await {
             Ok(doc) => {
-                state.last = Some(Instant::now());
-                state.failed = false;
+                state.failed_at = None;
                 self.keys
                     .store(Arc::new(KeySet::from_document(&doc, self.max_keys)));
             }
@@ -252,5 +309,116 @@ impl KeyStore {
                 tracing::warn!(url = %url, error = %crate::error::chain(&e), "fetching the authorization server's JWKS failed; it is tried again on the first token");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
+
+    use jsonwebtoken::Algorithm;
+    use tokio::sync::Semaphore;
+
+    use super::{Budget, KeyError, KeyStore, REFETCH_BURST};
+    use crate::config::AuthConfig;
+    use crate::fetch::Fetcher;
+
+    #[test]
+    fn the_budget_is_a_burst_then_one_fetch_per_share_of_the_interval() {
+        let interval = Duration::from_secs(40);
+        let step = interval / REFETCH_BURST;
+        let t0 = Instant::now();
+        let mut budget = Budget::default();
+        for _ in 0..REFETCH_BURST {
+            assert!(budget.take(t0, interval));
+        }
+        assert!(!budget.take(t0, interval), "the burst is spent");
+        assert!(!budget.take(t0 + step - Duration::from_millis(1), interval));
+        assert!(
+            budget.take(t0 + step, interval),
+            "a share of the interval later"
+        );
+        assert!(!budget.take(t0 + step, interval));
+        // Unused, it refills up to the burst and no further.
+        let later = t0 + interval * 10;
+        for _ in 0..REFETCH_BURST {
+            assert!(budget.take(later, interval));
+        }
+        assert!(!budget.take(later, interval));
+    }
+
+    /// A JWKS endpoint that publishes no key and answers only when let through.
+    struct Gated {
+        url: String,
+        hits: Arc<AtomicUsize>,
+        gate: Arc<Semaphore>,
+    }
+
+    async fn gated() -> Gated {
+        let hits = Arc::new(AtomicUsize::new(0));
+        let gate = Arc::new(Semaphore::new(0));
+        let (h, g) = (hits.clone(), gate.clone());
+        let app = axum::Router::new().route(
+            "/jwks",
+            axum::routing::get(move || {
+                let (h, g) = (h.clone(), g.clone());
+                async move {
+                    h.fetch_add(1, Ordering::SeqCst);
+                    g.acquire().await.unwrap().forget();
+                    (
+                        [(http::header::CONTENT_TYPE, "application/json")],
+                        r#"{"keys": []}"#,
+                    )
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/jwks", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Gated { url, hits, gate }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn requests_waiting_on_a_fetch_share_the_one_that_begins_after_them() {
+        let jwks = gated().await;
+        let store = Arc::new(KeyStore::new(
+            Some(jwks.url.clone()),
+            Duration::from_secs(3600),
+            32,
+        ));
+        let config = AuthConfig::new("https://issuer.test", "https://mcp.test/mcp");
+        let fetcher = Arc::new(Fetcher::new(&config).unwrap());
+        let ask = || {
+            let (store, fetcher) = (store.clone(), fetcher.clone());
+            Box::pin(async move {
+                matches!(
+                    store.key(&fetcher, Some("made-up"), Algorithm::ES256).await,
+                    Err(KeyError::Unknown)
+                )
+            })
+        };
+        let first = tokio::spawn(ask());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while jwks.hits.load(Ordering::SeqCst) == 0 {
+            assert!(Instant::now() < deadline, "the first fetch never arrived");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // Eight more requests find no key while the first fetch is under way, and wait for it.
+        let mut waiting = Vec::new();
+        for _ in 0..8 {
+            let mut request = ask();
+            assert!(futures_util::poll!(&mut request).is_pending());
+            waiting.push(tokio::spawn(request));
+        }
+        // Every fetch is let through from now on.
+        jwks.gate.add_permits(1000);
+        assert!(first.await.unwrap());
+        for request in waiting {
+            assert!(request.await.unwrap(), "unknown");
+        }
+        // That first fetch may predate a key they need, so one more is made, for all of them.
+        assert_eq!(jwks.hits.load(Ordering::SeqCst), 2);
     }
 }

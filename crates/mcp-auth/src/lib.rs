@@ -9,8 +9,9 @@
 //!   body is 400 `invalid_request`), and answers a missing or invalid one with 401 and a
 //!   `WWW-Authenticate: Bearer resource_metadata="...", scope="..."` challenge;
 //! - it checks a JWT's signature against the authorization server's JWKS (discovered from its
-//!   metadata, cached, refetched on an unknown `kid` at most once per interval), its issuer, its
-//!   audience (this resource, RFC 8707), `exp`, `nbf` and `iat`; it never accepts `none` or HMAC;
+//!   metadata, cached, refetched on an unknown `kid` within a small budget per interval), its
+//!   issuer, its audience (this resource, RFC 8707), `exp`, `nbf` and `iat`; it never accepts
+//!   `none` or HMAC;
 //! - it introspects other tokens (RFC 7662) when configured;
 //! - it removes the `Authorization` header and puts a [`Principal`](mcp_server::Principal) in the
 //!   request's extensions, so handlers see who calls and never the token;

@@ -236,62 +236,6 @@ async fn requests_without_a_usable_authorization_header_are_challenged() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unknown_kid_refetches_the_jwks_at_most_once_per_interval() {
-    let (k1, k2, k3) = (TestKey::new("k1"), TestKey::new("k2"), TestKey::new("k3"));
-    let jwks = Jwks::start(vec![k1.jwk()]).await;
-    let (listener, url) = listener().await;
-    let mut config = config(&url, &jwks);
-    let interval = Duration::from_secs(4);
-    config.jwks_refetch_interval = interval;
-    let server = protect(listener, config).await;
-    assert_eq!(jwks.hits(), 1, "fetched once at start-up");
-    let claims = good_claims(&url);
-    let unknown = challenge_401(
-        &server.url,
-        SCOPE,
-        Some("the token is signed with a key the authorization server does not publish"),
-    );
-
-    tokio::time::sleep(interval).await;
-    // The interval has passed: an unknown kid fetches again, and k2 is still not published.
-    let answer = list_tools(&server.url, Some(&k2.sign(&claims))).await;
-    assert_eq!(
-        (answer.status, answer.challenge.as_deref()),
-        (401, Some(unknown.as_str()))
-    );
-    assert_eq!(jwks.hits(), 2);
-    // Now k2 is published, but within the interval nobody asks: still unknown, no fetch.
-    jwks.publish(vec![k1.jwk(), k2.jwk()]);
-    for token in [k2.sign(&claims), k3.sign(&claims)] {
-        let answer = list_tools(&server.url, Some(&token)).await;
-        assert_eq!(
-            (answer.status, answer.challenge.as_deref()),
-            (401, Some(unknown.as_str()))
-        );
-    }
-    assert_eq!(
-        jwks.hits(),
-        2,
-        "the JWKS is not fetched within the interval"
-    );
-    assert!(
-        tool_names(&list_tools(&server.url, Some(&k1.sign(&claims))).await)
-            .contains(&"whoami".to_owned())
-    );
-
-    // After the interval, k2 is found by one fetch.
-    tokio::time::sleep(interval).await;
-    assert!(
-        tool_names(&list_tools(&server.url, Some(&k2.sign(&claims))).await)
-            .contains(&"whoami".to_owned())
-    );
-    assert_eq!(jwks.hits(), 3);
-    let answer = list_tools(&server.url, Some(&k3.sign(&claims))).await;
-    assert_eq!(answer.status, 401);
-    assert_eq!(jwks.hits(), 3);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_jwks_is_503_with_retry_after() {
     let key = TestKey::new("k1");
     // A port nobody listens on.

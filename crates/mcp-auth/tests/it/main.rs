@@ -5,6 +5,7 @@
 mod crafted;
 mod harness;
 mod introspection;
+mod jwks;
 mod oidc;
 mod principal;
 mod real_as;
