@@ -325,8 +325,14 @@ impl Inner {
             max_time: Some(CANCEL_WAIT),
             ..Options::default()
         };
-        if let Err(e) = self.cancel_task(id, &options).await {
-            tracing::warn!(task = id, error = %e, "the task could not be cancelled");
+        match self.cancel_task(id, &options).await {
+            Ok(()) => {}
+            // The server cannot be reached: the call's own error says so, and the caller
+            // reports that (a warning here would repeat it in the library's words).
+            Err(e) if e.kind() == crate::ErrorKind::Transport => {
+                tracing::debug!(task = id, error = %e, "the task could not be cancelled");
+            }
+            Err(e) => tracing::warn!(task = id, error = %e, "the task could not be cancelled"),
         }
     }
 
@@ -380,7 +386,7 @@ impl Inner {
                 if abort == Abort::Cancel || matches!(e, Error::Cancelled { .. }) {
                     self.cancel_quietly(&id).await;
                 }
-                Err(e)
+                Err(gone(e, &id))
             }
         }
     }
@@ -458,6 +464,22 @@ impl Inner {
                 }
             }
         }
+    }
+}
+
+/// A failure to follow task `id`, in words when the server stopped listening meanwhile (it shut
+/// down, or was stopped, while the call ran): a refused connection to a server that created the
+/// task is the server gone, not a server that was never there.
+fn gone(error: Error, id: &str) -> Error {
+    match &error {
+        Error::Http(mcp_http::client::HttpError::Connect { reason, .. })
+            if reason == "connection refused" =>
+        {
+            Error::disconnected(format!(
+                "the server shut down while the call ran (as task {id}): {error}"
+            ))
+        }
+        _ => error,
     }
 }
 

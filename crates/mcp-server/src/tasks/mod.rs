@@ -21,6 +21,8 @@
 
 mod methods;
 pub(crate) mod runner;
+#[cfg(test)]
+mod shutdown_tests;
 mod store;
 #[cfg(test)]
 mod tests;
@@ -123,6 +125,9 @@ pub(crate) struct TaskRuntime {
     pub(crate) instance: String,
     /// Whether the sweeper runs.
     sweeping: std::sync::atomic::AtomicBool,
+    /// Set when the server begins to stop ([`Server::stop_new_tasks`](crate::Server::stop_new_tasks)):
+    /// no call becomes a task from then on.
+    pub(crate) closing: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Clone)]
@@ -138,6 +143,7 @@ impl TaskRuntime {
             running: Mutex::new(HashMap::new()),
             instance: random_id(),
             sweeping: std::sync::atomic::AtomicBool::new(false),
+            closing: std::sync::atomic::AtomicBool::new(false),
         }
     }
 

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Running, Settled, TaskChange, TaskLink, TaskRecord, TaskStart, TaskStoreError};
 use crate::context::{Mrtr, NotificationSink};
 use crate::error::InputRequired;
+use crate::handler::ToolResult;
 use crate::mrtr::Binding;
 use crate::registry::ToolEntry;
 use crate::router::{Outcome, ReplyMessage, RequestIo, Stopped, error_reply};
@@ -21,6 +22,9 @@ use crate::{Principal, RequestContext, Server};
 
 /// How long a cancelled handler may go on to wind down before it is dropped.
 const CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+/// The tool error a plain call stopped by the server's shutdown is answered with.
+const SHUT_DOWN: &str = "The server is shutting down: the call was stopped before it finished.";
 
 /// One call's handler, run by its own tokio task so that it can outlive the request.
 pub(crate) struct Job {
@@ -97,7 +101,8 @@ impl Job {
                     self.stopped().await;
                     // The handler's cancellation fired: it gets a moment to see it and stop
                     // what it started (a statement on a database, say) before it is dropped.
-                    let _ = tokio::time::timeout(CANCEL_GRACE, &mut fut).await;
+                    let wound_down = tokio::time::timeout(CANCEL_GRACE, &mut fut).await.ok();
+                    self.answer_shutdown(wound_down);
                     return;
                 }
             };
@@ -181,6 +186,35 @@ impl Job {
         }
         // Otherwise it was cancelled (already recorded) or expired (deleted by the sweeper).
         self.release(&task);
+    }
+
+    /// A plain call stopped by the server's shutdown still has its request waiting: it is
+    /// answered now, with a tool error saying why (the handler's own account of its stop after
+    /// it), so that the client learns what happened instead of losing the connection or being
+    /// handed a task that nobody will run. A result the handler finished with anyway is kept.
+    fn answer_shutdown(&self, wound_down: Option<Result<ToolResult, ErrorObject>>) {
+        if !self.server.inner.shutdown.is_cancelled() || !self.link.is_inline() {
+            // The request ended or met its deadline (it answered itself), or the call is a task.
+            return;
+        }
+        let settled = wound_down.map(|outcome| {
+            self.server
+                .settle_tool(&self.tool, outcome.map_err(Stopped::Failed))
+        });
+        let settled = match settled {
+            Some(done @ Settled::Result(_, Outcome::Success)) => done,
+            other => {
+                let mut text = SHUT_DOWN.to_owned();
+                if let Some(Settled::Result(result, _)) = &other
+                    && let Some(said) = result.content.first().and_then(|c| c.as_text())
+                {
+                    text.push(' ');
+                    text.push_str(said);
+                }
+                Settled::Result(CallToolResult::error(text), Outcome::ToolError)
+            }
+        };
+        self.link.settle(settled);
     }
 
     /// Parks the task in `input_required` until every request is answered, then returns the
@@ -299,6 +333,16 @@ impl Server {
         let owner = io.principal.id();
 
         if start == TaskStart::Immediately {
+            if self.stopping() {
+                return self.tool_reply(
+                    id,
+                    CallToolResult::error(format!(
+                        "The tool {} was not started: the server is shutting down.",
+                        tool.def.name
+                    )),
+                    Outcome::ToolError,
+                );
+            }
             let record = super::new_record(owner, config, &tasks.instance);
             if let Err(e) = tasks
                 .store
@@ -373,15 +417,25 @@ impl Server {
             () = &mut past_deadline => return self.inline_deadline(id, &tool, &cancel),
         }
 
+        // A stopping server makes no task: the call is answered when it ends, or when the
+        // shutdown stops it (`Job::answer_shutdown`).
         let record = super::new_record(owner, config, &tasks.instance);
-        match tasks
-            .store
-            .insert(record.clone(), config.max_active_per_principal)
-            .await
-        {
-            Ok(()) => {
+        let inserted = if self.stopping() {
+            None
+        } else {
+            Some(
+                tasks
+                    .store
+                    .insert(record.clone(), config.max_active_per_principal)
+                    .await,
+            )
+        };
+        match inserted {
+            None => {}
+            Some(Ok(())) => {
                 tasks.register(&record.id, running.clone());
-                if link.become_task(&record.id) {
+                // Looked at again: the shutdown may have begun while the store was written.
+                if !self.stopping() && link.become_task(&record.id) {
                     stop_inline.disarm();
                     self.launch(&record, running);
                     return self.task_reply(id, &record);
@@ -392,7 +446,7 @@ impl Server {
                     tracing::warn!(error = %e, "an unused task could not be deleted");
                 }
             }
-            Err(e) => {
+            Some(Err(e)) => {
                 tracing::info!(tool = %tool.def.name, error = %e, "the call stays a plain call");
             }
         }
@@ -400,6 +454,29 @@ impl Server {
             done = &mut settled => self.inline_reply(id, binding, done),
             () = &mut past_deadline => self.inline_deadline(id, &tool, &cancel),
         }
+    }
+
+    /// From now on no call becomes a task: calls in flight that could have become tasks are
+    /// answered when they end, and a tool that starts every call as a task refuses new calls
+    /// with a tool error. A server that is about to stop calls this first (before a grace period
+    /// in which it still serves), so that no client is handed a task that the stopping server
+    /// would abandon; [`shutdown`](Self::shutdown) implies it. Tasks that exist already run on
+    /// until the shutdown stops them.
+    pub fn stop_new_tasks(&self) {
+        self.inner
+            .tasks
+            .closing
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether the server has begun to stop: no new tasks.
+    fn stopping(&self) -> bool {
+        self.inner.shutdown.is_cancelled()
+            || self
+                .inner
+                .tasks
+                .closing
+                .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Starts the expiry timer of a task registered as running here, and the sweeper.
