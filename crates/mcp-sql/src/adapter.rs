@@ -282,6 +282,11 @@ impl SqlAdapter {
             text.push_str(
                 " Changes go through execute; the user approves each statement before it runs.",
             );
+        } else {
+            text.push_str(
+                " No database takes changes: the execute tool is offered only when the operator \
+                 enables writes (allow_write; `mcp serve --allow-write`).",
+            );
         }
         text.push_str(&format!(
             " Each table's schema is also a resource: {URI}://{{database}}/{{schema}}/{{table}}.",
@@ -580,7 +585,7 @@ impl Inner {
         match name {
             Some(name) => match self.databases.iter().find(|d| d.name() == name) {
                 Some(d) if for_write && !d.allows_write() => Err(format!(
-                    "Database {name} is read-only for this server: writes are not enabled on it."
+                    "Database {name} is read-only for this server: writes are not enabled on it (allow_write; `mcp serve --allow-write`)."
                 )),
                 Some(d) => Ok(d),
                 None => Err(format!(

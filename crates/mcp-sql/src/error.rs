@@ -50,6 +50,16 @@ pub enum SqlError {
         #[source]
         source: rusqlite::Error,
     },
+    /// The path of an SQLite database names something that is not one: a directory, or a file
+    /// that does not begin with SQLite's header. Found before SQLite opens it, which would report
+    /// a directory as a disk I/O error and such a file only at its first read.
+    #[error("{} {reason}", path.display())]
+    NotSqlite {
+        /// The path given.
+        path: PathBuf,
+        /// What it is instead, after the path: "is a directory, ...".
+        reason: &'static str,
+    },
     /// A file operation failed (creating the sample database, say).
     #[error("{path}: {source}")]
     Io {
@@ -186,7 +196,7 @@ impl ExecError {
                 let next = if writes {
                     "Nothing was changed. To change data, use the `execute` tool, which asks the user to approve the exact statement."
                 } else {
-                    "Nothing was changed. This database is read-only for this server: writes are not enabled."
+                    "Nothing was changed. This database is read-only for this server: writes go through the `execute` tool, which its operator enables with allow_write (`mcp serve --allow-write`)."
                 };
                 format!("Refused: {why}. {next}")
             }
@@ -247,7 +257,15 @@ mod tests {
     fn refusals_point_at_the_right_next_step() {
         let e = ExecError::ReadOnly("the statement writes to table \"t\" (INSERT)".into());
         assert!(e.message("query", true).contains("use the `execute` tool"));
-        assert!(e.message("query", false).contains("writes are not enabled"));
+        assert!(
+            e.message("query", false)
+                .contains("read-only for this server")
+        );
+        assert!(
+            e.message("query", false).ends_with(
+                "which its operator enables with allow_write (`mcp serve --allow-write`)."
+            )
+        );
         let e = ExecError::Refused("ATTACH is not allowed".into());
         assert!(!e.message("query", true).contains("execute"));
         assert!(

@@ -24,6 +24,41 @@ pub(crate) struct SqliteDb {
     writer: Option<Pool>,
 }
 
+/// The 16 bytes every SQLite database file begins with (the file format's header string).
+const HEADER: &[u8; 16] = b"SQLite format 3\0";
+
+/// Refuses `path` when it is not an SQLite database: a directory, or a file that does not begin
+/// with SQLite's header. A missing file, an empty file (an empty database) and anything that
+/// cannot be read here are left to SQLite, whose own error is then the one to report.
+fn check_file(path: &std::path::Path) -> Result<(), SqlError> {
+    use std::io::Read as _;
+    let refuse = |reason| {
+        Err(SqlError::NotSqlite {
+            path: path.to_path_buf(),
+            reason,
+        })
+    };
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    if meta.is_dir() {
+        return refuse("is a directory, not an SQLite database file");
+    }
+    if !meta.is_file() || meta.len() == 0 {
+        return Ok(());
+    }
+    let mut header = [0u8; 16];
+    let read = std::fs::File::open(path).and_then(|mut file| file.read_exact(&mut header));
+    match read {
+        Ok(()) if &header == HEADER => Ok(()),
+        Ok(()) => refuse("is not an SQLite database: it does not begin with SQLite's header"),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            refuse("is not an SQLite database: it is shorter than SQLite's header")
+        }
+        Err(_) => Ok(()),
+    }
+}
+
 impl SqliteDb {
     /// Opens the connections. The write connection is opened first so that it can create the file.
     pub(crate) fn open(config: &SqliteConfig, db: &DatabaseConfig) -> Result<SqliteDb, SqlError> {
@@ -32,6 +67,7 @@ impl SqliteDb {
             path: path.clone(),
             source,
         };
+        check_file(&path)?;
         let busy = db.limits.timeout;
         let writer = if db.allow_write {
             let slot =
@@ -181,5 +217,76 @@ impl SqliteDb {
                 },
             )
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scratch folder of this test's own.
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("mcp-sql-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn reason(path: &std::path::Path) -> Option<&'static str> {
+        match check_file(path) {
+            Ok(()) => None,
+            Err(SqlError::NotSqlite { reason, path: p }) => {
+                assert_eq!(p, path);
+                Some(reason)
+            }
+            Err(e) => panic!("unexpected {e}"),
+        }
+    }
+
+    #[test]
+    fn what_is_not_an_sqlite_database_is_named_before_sqlite_opens_it() {
+        let dir = scratch("check-file");
+        assert_eq!(
+            reason(&dir),
+            Some("is a directory, not an SQLite database file")
+        );
+        let text = dir.join("notes.txt");
+        std::fs::write(&text, "not a database, but long enough for a header\n").unwrap();
+        assert!(
+            reason(&text)
+                .unwrap()
+                .contains("does not begin with SQLite's header")
+        );
+        let short = dir.join("short.db");
+        std::fs::write(&short, "SQLite").unwrap();
+        assert!(
+            reason(&short)
+                .unwrap()
+                .contains("shorter than SQLite's header")
+        );
+        // Left to SQLite: an empty file (an empty database), a missing one, a real one.
+        let empty = dir.join("empty.db");
+        std::fs::write(&empty, "").unwrap();
+        assert_eq!(reason(&empty), None);
+        assert_eq!(reason(&dir.join("missing.db")), None);
+        let real = dir.join("real.db");
+        rusqlite::Connection::open(&real)
+            .unwrap()
+            .execute_batch("CREATE TABLE t (a)")
+            .unwrap();
+        assert_eq!(reason(&real), None);
+        // And through the public constructor, with the path in the message.
+        let Err(e) = crate::Database::sqlite("main", SqliteConfig::new(&text), Default::default())
+        else {
+            panic!("a text file was opened as a database");
+        };
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{} is not an SQLite database: it does not begin with SQLite's header",
+                text.display()
+            )
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
