@@ -46,8 +46,11 @@ pub use mcp_http as http;
 #[cfg(feature = "macros")]
 pub use mcp_macros::{prompt, resource, tool, tools};
 
+mod cli;
 #[cfg(doctest)]
 pub mod guide;
+
+pub use cli::UsageError;
 
 /// What a server needs in one import: the builder, the handler types, the common result types,
 /// serde's and schemars' derives, and the macros (feature `macros`).
@@ -85,13 +88,20 @@ pub enum Transport {
 
 impl Transport {
     /// The transport the command line names: `--http ADDR` (or `--http=ADDR`) for Streamable
-    /// HTTP, `--stdio` or nothing for stdio. Anything else is refused with a usage message.
+    /// HTTP, `--stdio` or nothing for stdio. Anything else is refused with a usage message
+    /// ([`UsageError`], whose `Debug` is its message too).
     pub fn from_args() -> Result<Self> {
         Self::parse(std::env::args().skip(1))
     }
 
     /// [`from_args`](Self::from_args) on given arguments (without the program name).
     pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Self> {
+        Ok(Self::parse_args(args)?)
+    }
+
+    pub(crate) fn parse_args(
+        args: impl IntoIterator<Item = String>,
+    ) -> std::result::Result<Self, UsageError> {
         let mut args = args.into_iter();
         let mut transport = Transport::Stdio;
         while let Some(arg) = args.next() {
@@ -103,12 +113,12 @@ impl Transport {
                 "--http" => args.next(),
                 other => match other.strip_prefix("--http=") {
                     Some(addr) => Some(addr.to_owned()),
-                    None => return Err(usage(format!("unknown argument {other:?}"))),
+                    None => return Err(UsageError::new(format!("unknown argument {other}"))),
                 },
             };
             let Some(addr) = addr else {
-                return Err(usage(
-                    "--http needs an address, such as 127.0.0.1:8080".into(),
+                return Err(UsageError::new(
+                    "--http needs an address, such as 127.0.0.1:8080",
                 ));
             };
             transport = http_transport(&addr)?;
@@ -117,35 +127,69 @@ impl Transport {
     }
 }
 
-fn usage(problem: String) -> Error {
-    format!("{problem}; usage: [--stdio | --http ADDR]").into()
-}
-
 #[cfg(feature = "http")]
-fn http_transport(addr: &str) -> Result<Transport> {
+fn http_transport(addr: &str) -> std::result::Result<Transport, UsageError> {
     let addr: SocketAddr = addr
         .parse()
-        .map_err(|e| usage(format!("--http {addr:?}: {e}")))?;
+        .map_err(|e| UsageError::new(format!("--http {addr:?}: {e}")))?;
     Ok(Transport::Http(addr))
 }
 
 #[cfg(not(feature = "http"))]
-fn http_transport(_: &str) -> Result<Transport> {
-    Err(usage(
-        "this build has no HTTP (the `http` feature of mcp)".into(),
+fn http_transport(_: &str) -> std::result::Result<Transport, UsageError> {
+    Err(UsageError::new(
+        "this build has no HTTP (the `http` feature of mcp)",
     ))
 }
 
-/// Builds the server and serves it on the transport the command line names
-/// ([`Transport::from_args`]) until stdin closes (stdio) or SIGINT/SIGTERM (HTTP), on a runtime of
+/// Builds the server and serves it on the transport the command line names (`--stdio`, the
+/// default, or `--http ADDR`) until stdin closes (stdio) or SIGINT/SIGTERM (HTTP), on a runtime of
 /// its own. For a server inside an application that has a runtime, use [`serve`].
+///
+/// `run` is the whole program, command line included: `--help` (`-h`) prints a usage text and
+/// `--version` (`-V`) the server's name and version, and it returns `Ok(())`. A command-line
+/// mistake, a server that does not build or cannot start (an address in use), and a failure while
+/// serving are printed on stderr in words, and end the process with status 2 (a command-line
+/// mistake) or 1; so the `Result` returned is always `Ok`, and is there for `fn main() ->
+/// mcp::Result<()>`.
 pub fn run(builder: mcp_server::ServerBuilder) -> Result<()> {
-    let transport = Transport::from_args()?;
-    let server = builder.build()?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let program = cli::program();
+    let args = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let invocation = match cli::invocation(args) {
+        Ok(invocation) => invocation,
+        Err(e) => cli::exit_with(&program, &e, cli::EXIT_USAGE),
+    };
+    let server = match builder.build() {
+        Ok(server) => server,
+        Err(e) => cli::exit_with(&program, &e, cli::EXIT_FAILURE),
+    };
+    let transport = match invocation {
+        cli::Invocation::Help => {
+            let info = server.info();
+            print!("{}", cli::usage(&program, &info.name, &info.version));
+            return Ok(());
+        }
+        cli::Invocation::Version => {
+            let info = server.info();
+            println!("{} {}", info.name, info.version);
+            return Ok(());
+        }
+        cli::Invocation::Serve(transport) => transport,
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .build()?;
-    runtime.block_on(serve(server, transport))
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => cli::exit_with(&program, &e, cli::EXIT_FAILURE),
+    };
+    if let Err(e) = runtime.block_on(serve(server, transport)) {
+        cli::exit_with(&program, &*e, cli::EXIT_FAILURE);
+    }
+    Ok(())
 }
 
 /// Serves `server` on `transport` until stdin closes (stdio) or SIGINT/SIGTERM (HTTP, which then
@@ -157,7 +201,15 @@ pub async fn serve(server: mcp_server::Server, transport: Transport) -> Result<(
         }
         #[cfg(feature = "http")]
         Transport::Http(addr) => {
-            let listener = tokio::net::TcpListener::bind(addr).await?;
+            let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+                let why = match e.kind() {
+                    std::io::ErrorKind::AddrInUse => {
+                        "the address is in use (is another server running there?)".to_owned()
+                    }
+                    _ => e.to_string(),
+                };
+                std::io::Error::new(e.kind(), format!("cannot listen on {addr}: {why}"))
+            })?;
             eprintln!(
                 "{} serving MCP at http://{}/mcp",
                 server.info().name,
@@ -194,7 +246,15 @@ mod tests {
         assert!(err.contains("needs an address"), "{err}");
         let err = parse(&["--http", "nowhere"]).unwrap_err().to_string();
         assert!(err.contains("\"nowhere\""), "{err}");
-        let err = parse(&["--verbose"]).unwrap_err().to_string();
-        assert!(err.contains("usage: [--stdio | --http ADDR]"), "{err}");
+        let err = parse(&["--verbose"]).unwrap_err();
+        assert!(
+            err.to_string().contains("usage: [--stdio | --http ADDR]"),
+            "{err}"
+        );
+        // A `main` that returns it through `?` prints words, not a quoted string.
+        assert_eq!(
+            format!("{err:?}"),
+            "unknown argument --verbose; usage: [--stdio | --http ADDR]"
+        );
     }
 }
