@@ -56,7 +56,7 @@ pub fn main(name: &str, server: Result<Server, impl Display>, serving: Serving) 
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(serve(server, serving)) {
+    match runtime.block_on(serve(name, server, serving)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{name}: {e}");
@@ -65,7 +65,7 @@ pub fn main(name: &str, server: Result<Server, impl Display>, serving: Serving) 
     }
 }
 
-async fn serve(server: Server, serving: Serving) -> std::io::Result<()> {
+async fn serve(name: &str, server: Server, serving: Serving) -> std::io::Result<()> {
     let Some(addr) = serving.http else {
         tracing::info!(version = env!("CARGO_PKG_VERSION"), "serving on stdio");
         return stdio::serve_stdio(server, serving.stdio).await;
@@ -86,9 +86,9 @@ async fn serve(server: Server, serving: Serving) -> std::io::Result<()> {
         writeln!(stdout, "listening on http://{bound}/mcp")?;
         stdout.flush()?;
     }
-    tracing::info!(%bound, "serving Streamable HTTP at /mcp");
     let service = McpService::new(server, config);
     let Some(auth) = serving.auth else {
+        ready(name, bound);
         return mcp_http::server::serve(listener, service)
             .await
             .map_err(std::io::Error::other);
@@ -96,6 +96,7 @@ async fn serve(server: Server, serving: Serving) -> std::io::Result<()> {
     let auth = mcp_auth::Authenticator::new(auth)
         .await
         .map_err(|e| std::io::Error::other(format!("authorization: {e}")))?;
+    ready(name, bound);
     let layer = mcp_auth::AuthLayer::new(std::sync::Arc::new(auth));
     mcp_http::server::serve_wrapped_with_shutdown(
         listener,
@@ -105,4 +106,10 @@ async fn serve(server: Server, serving: Serving) -> std::io::Result<()> {
     )
     .await
     .map_err(std::io::Error::other)
+}
+
+/// Says on stderr, as every server of the project does once it serves, where the endpoint is.
+fn ready(name: &str, bound: SocketAddr) {
+    eprintln!("{name} serving MCP at http://{bound}/mcp");
+    tracing::info!(%bound, "serving Streamable HTTP at /mcp");
 }

@@ -1,8 +1,9 @@
 //! `conformance-server`: the MCP conformance fixture (see `mcp_examples::conformance`).
 //!
 //! `conformance-server --stdio` serves it on stdin and stdout; `conformance-server --http ADDR` serves
-//! it over Streamable HTTP at `http://ADDR/mcp`, which is what the official suite drives. Logs go to
-//! stderr (`RUST_LOG` sets the filter).
+//! it over Streamable HTTP at `http://ADDR/mcp`, which is what the official suite drives, and says
+//! so on stderr once it listens (`conformance-server serving MCP at http://127.0.0.1:PORT/mcp`,
+//! the port bound when ADDR names port 0). Logs go to stderr (`RUST_LOG` sets the filter).
 
 use std::net::SocketAddr;
 use std::process::ExitCode;

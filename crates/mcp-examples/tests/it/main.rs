@@ -22,5 +22,6 @@ mod legacy;
 mod listen;
 mod mrtr;
 mod prompts;
+mod ready;
 mod resources;
 mod tools;
