@@ -20,11 +20,14 @@ mod serve;
     version,
     about,
     propagate_version = true,
-    after_help = "Exit codes of the client commands: 0 success; 1 the tool reported an error \
-(isError); 2 a protocol error (a JSON-RPC error from the server, no common protocol \
-revision, or a server that does not speak the era --era forces); 3 a transport error (connect, I/O, HTTP status, the server exited) or a local \
-timeout (--timeout); 4 a usage or local error; 130 interrupted by Ctrl-C while a call or \
-`mcp task wait` ran (the request, or the task, was cancelled)."
+    after_help = "Exit codes, one scheme for every command: 0 success; 1 the tool reported an \
+error (isError), or mcp serve failed while serving; 2 a protocol error (a JSON-RPC error from \
+the server, no common protocol revision, or a server that does not speak the era --era forces); \
+3 a transport error (connect, I/O, HTTP status, the server exited) or a local timeout \
+(--timeout), or for mcp serve something its settings name that cannot be used (the address, a \
+database, a file); 4 a usage or local error (a bad flag or value, a bad configuration file); 130 \
+interrupted by Ctrl-C while a call or `mcp task wait` ran (the request, or the task, was \
+cancelled). mcp serve --help details its own."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -76,8 +79,8 @@ fn main() -> ExitCode {
             Command::Serve(args) => match serve::run(*args).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
-                    eprintln!("error: {e:#}");
-                    ExitCode::FAILURE
+                    eprintln!("error: {e}");
+                    ExitCode::from(e.exit_code())
                 }
             },
             Command::Bench(args) => ExitCode::from(bench::run(args).await),

@@ -3,50 +3,62 @@
 //! loopback or over stdio.
 //!
 //! file.rs is the TOML format, settings/ lays the flags over the file and checks everything
-//! before anything is opened, and open.rs opens the databases and roots and builds the server.
-//! Here: the flags, logging (one line per request on stderr, `RequestLog`), and the serve loop with
-//! the metrics, on the HTTP listener or on a listener of their own that stops with the server.
+//! before anything is opened, listen.rs binds the listeners (before anything is opened or
+//! announced), open.rs opens the databases and roots and builds the server, and serving.rs serves
+//! it until a stop signal or the end of stdin; check.rs is `--check`, exit.rs the exit statuses.
+//! Here: the flags, logging (one line per request on stderr, `RequestLog`), and the order of the
+//! start.
 
 mod auth;
+mod check;
+mod exit;
 mod file;
+mod listen;
 mod open;
+mod serving;
 mod settings;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context as _, anyhow};
+use anyhow::anyhow;
 use clap::Args;
-use futures_util::FutureExt as _;
-use mcp_http::server::{
-    Health, HttpConfig, LegacyMode, McpService, MetricsService, OriginPolicy, ServerTls,
-};
+use mcp_http::server::{HttpConfig, LegacyMode, OriginPolicy, ServerTls};
 use mcp_server::observe::LOG_TARGET;
-use mcp_server::stdio;
-use tokio::net::TcpListener;
 
 use crate::flags;
 use crate::logging::{self, LogFormat};
+pub(crate) use exit::Failure;
 use file::{ErasSetting, LegacyHttpSetting};
 use settings::Settings;
 
 #[derive(Args, Debug)]
-#[command(
-    after_help = "With no flags: Streamable HTTP on http://127.0.0.1:8080/mcp, serving the \
+#[command(after_help = concat!(
+    "With no flags: Streamable HTTP on http://127.0.0.1:8080/mcp, serving the \
 sample database (created on first run in $MCP_DATA_DIR, else $XDG_DATA_HOME/mcp-rs, else \
 ~/.local/share/mcp-rs), read-only. Flags override the --config file; the repeatable flags add \
-to its lists.
+to its lists. --check validates them without serving.
 
 Logs: one line per request on stderr (id, method, tool/prompt/URI, outcome, duration); MCP_LOG \
 is the filter (default info; e.g. MCP_LOG=info,mcp::request=off drops the request lines). \
 Header values (Authorization, Mcp-Param-*) are never logged; arguments only with \
---log-arguments."
-)]
+--log-arguments.
+
+",
+    exit::exit_codes_help!()
+))]
 pub(crate) struct ServeArgs {
     /// Read settings from this TOML file (see the README for its format). Flags override it.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+
+    /// Check the settings (flags and --config file) and what they name without serving: open the
+    /// databases and roots, read the key and certificate files, ask the authorization server for
+    /// its metadata; print what would be served, or the first error. Creates no file (the sample
+    /// database is created on the first real start) and binds no port.
+    #[arg(long)]
+    check: bool,
 
     /// Serve on stdin/stdout (newline-delimited JSON-RPC) for a local host that spawns this process,
     /// instead of HTTP.
@@ -464,8 +476,14 @@ fn from_file(error: &str) -> bool {
     .any(|section| error.starts_with(section))
 }
 
-pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let (file, text) = match args.config.as_deref().map(load_file).transpose()? {
+pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
+    let (file, text) = match args
+        .config
+        .as_deref()
+        .map(load_file)
+        .transpose()
+        .map_err(Failure::Usage)?
+    {
         Some((file, text)) => (Some(file), text),
         None => (None, String::new()),
     };
@@ -475,61 +493,48 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         Some(path) if from_file(&e) => anyhow!(in_file_error(path, &text, &e)),
         _ => anyhow!(e),
     };
-    let settings = settings::resolve(&args, file, &env).map_err(in_file)?;
+    let settings = settings::resolve(&args, file, &env).map_err(|e| Failure::Usage(in_file(e)))?;
+    if args.check {
+        // The report is the output; logs only say what is wrong.
+        logging::init("warn", settings.observability.log_format);
+        for note in &settings.notes {
+            tracing::warn!("{}", in_file(note.clone()));
+        }
+        return check::run(&settings, args.config.as_deref(), &in_file).await;
+    }
     init_logging(&settings);
     for note in &settings.notes {
         tracing::warn!("{}", in_file(note.clone()));
     }
-    let served = open::open(&settings)
-        .await
-        .map_err(|e| in_file(format!("{e:#}")))?;
-    let server = served.server.clone();
+    let unavailable = |e: String| Failure::Unavailable(in_file(e));
 
-    // The metrics' own listener, if they have one; told to stop when the server stops.
-    let metrics = match (&settings.observability.metrics, server.metrics()) {
-        (Some(m), Some(metrics)) => match m.addr {
-            Some((addr, key)) => {
-                let listener = TcpListener::bind(addr)
-                    .await
-                    .map_err(|e| in_file(format!("{key}: cannot listen on {addr}: {e}")))?;
-                let local = listener
-                    .local_addr()
-                    .context("reading the bound metrics address")?;
-                let service = MetricsService::new(metrics.clone(), policy(&settings, addr))
-                    .with_path(&m.path);
-                Some((listener, service, local))
-            }
-            None => None,
-        },
-        _ => None,
-    };
-    let (stop_metrics, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
-
-    if settings.stdio {
-        tracing::info!("{}", eras_line(&settings, true));
-        let config = {
-            let mut edited = stdio::StdioConfig::default();
-            edited.max_line = settings.http.max_message;
-            edited
-        };
-        if let Some((_, service, local)) = &metrics {
-            announce_metrics(*local, service.path());
-        }
-        // On stdio the server stops at the end of its input (signals keep their default action).
-        let serving = async {
-            let result = stdio::serve_stdio(server, config)
+    // The listeners first: a port that is taken stops the start before anything is opened or
+    // announced.
+    let listener = match settings.stdio {
+        true => None,
+        false => Some(
+            listen::bind(settings.http.bind, settings.http.bind_key, "--http")
                 .await
-                .context("serving on stdio");
-            drop(stop_metrics);
-            result
-        };
-        let stopped = async {
-            let _ = metrics_stopped.await;
-        };
-        let (result, ()) = tokio::join!(serving, serve_metrics(metrics, stopped));
-        drop(served);
-        return result;
-    }
+                .map_err(unavailable)?,
+        ),
+    };
+    let metrics_listener = match settings.observability.metrics.as_ref().and_then(|m| m.addr) {
+        Some((addr, key)) => Some((
+            listen::bind(addr, key, "--metrics-addr")
+                .await
+                .map_err(unavailable)?,
+            key,
+        )),
+        None => None,
+    };
+
+    let served = open::open(&settings, open::Mode::Serve)
+        .await
+        .map_err(|e| open_failure(e, &in_file))?;
+    let Some(listener) = listener else {
+        return serving::stdio(&settings, served, metrics_listener).await;
+    };
+
     // With authorization in front, a public address is what the server is for.
     if !settings.http.bind.ip().is_loopback() && settings.auth.is_none() {
         tracing::warn!(
@@ -538,234 +543,63 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             settings.http.bind
         );
     }
-    let mut config = http_config(&settings);
-    let health = readiness(&served.databases, served.broker.as_ref());
-    config.health = Some(health.clone());
     // Which hosts and origins get in, since a request under any other name is refused (403).
-    tracing::info!("accepting {}", config.policy);
+    tracing::info!("accepting {}", policy(&settings, settings.http.bind));
     tracing::info!("{}", eras_line(&settings, false));
-    // The certificate is read before binding, so that a bad file stops the start with its name.
-    let tls = match &settings.http.tls {
-        Some(files) => Some(
-            // The handshake is part of what a new connection must send within the read timeout.
-            ServerTls::from_pem_files(&files.cert, &files.key)
-                .map_err(|e| in_file(format!("{}: {e}", files.from)))?
-                .handshake_timeout(settings.http.read_timeout),
-        ),
-        None => None,
-    };
+    let tls = load_tls(&settings).map_err(unavailable)?;
     // SIGHUP is listened for before the address is announced, so that a reload asked for from
     // then on is not taken for the signal's default action, which ends the process.
-    let hangups = tls.as_ref().map(|_| Hangups::listen());
-    // The authorization server is asked for its metadata and keys before the port opens, so a
-    // misconfigured issuer stops the start instead of refusing every request.
-    let auth = match &settings.auth {
+    let hangups = tls.as_ref().map(|_| serving::Hangups::listen());
+    let auth = authenticator(&settings).await.map_err(unavailable)?;
+    if let (Some(a), Some(auth)) = (&settings.auth, &auth) {
+        tracing::info!(
+            "requiring bearer tokens of {} for {}; metadata at {}",
+            a.config.issuer,
+            a.config.resource,
+            auth.resource_metadata_url()
+        );
+    }
+    let front = serving::Front { tls, auth, hangups };
+    serving::http(&settings, served, listener, metrics_listener, front).await
+}
+
+/// An error of opening what the settings name, with the exit status of its kind: a setting the
+/// engine refuses is a usage error, anything else something unavailable.
+fn open_failure(e: anyhow::Error, in_file: &dyn Fn(String) -> anyhow::Error) -> Failure {
+    let text = in_file(format!("{e:#}"));
+    if e.is::<open::Misconfigured>() {
+        Failure::Usage(text)
+    } else {
+        Failure::Unavailable(text)
+    }
+}
+
+/// The certificate and key of HTTPS, when served: read before serving, so that a bad file stops
+/// the start with its name.
+fn load_tls(settings: &Settings) -> Result<Option<ServerTls>, String> {
+    match &settings.http.tls {
+        Some(files) => Ok(Some(
+            // The handshake is part of what a new connection must send within the read timeout.
+            ServerTls::from_pem_files(&files.cert, &files.key)
+                .map_err(|e| format!("{}: {e}", files.from))?
+                .handshake_timeout(settings.http.read_timeout),
+        )),
+        None => Ok(None),
+    }
+}
+
+/// The authorization server is asked for its metadata and keys before serving, so a
+/// misconfigured issuer stops the start instead of refusing every request.
+async fn authenticator(
+    settings: &Settings,
+) -> Result<Option<std::sync::Arc<mcp_auth::Authenticator>>, String> {
+    match &settings.auth {
         Some(a) => {
             let auth = mcp_auth::Authenticator::new(a.config.clone())
                 .await
-                .map_err(|e| in_file(format!("auth.issuer: {:#}", anyhow::Error::new(e))))?;
-            tracing::info!(
-                "requiring bearer tokens of {} for {}; metadata at {}",
-                a.config.issuer,
-                a.config.resource,
-                auth.resource_metadata_url()
-            );
-            Some(std::sync::Arc::new(auth))
+                .map_err(|e| format!("auth.issuer: {:#}", anyhow::Error::new(e)))?;
+            Ok(Some(std::sync::Arc::new(auth)))
         }
-        None => None,
-    };
-    let listener = TcpListener::bind(settings.http.bind)
-        .await
-        .with_context(|| format!("binding {}", settings.http.bind))?;
-    let local = listener.local_addr().context("reading the bound address")?;
-    if let Some((_, service, local)) = &metrics {
-        announce_metrics(*local, service.path());
-    }
-    let scheme = if tls.is_some() { "https" } else { "http" };
-    if let Some(path) = &config.metrics_path {
-        tracing::info!("serving metrics on {scheme}://{local}{path}");
-    }
-    tracing::info!("serving MCP on {scheme}://{local}{}", config.path);
-    tracing::info!(
-        "health on {scheme}://{local}{} and {}",
-        health.live_path(),
-        health.ready_path()
-    );
-    // One signal stops both listeners; the metrics one also stops if the server stops otherwise.
-    // Readiness goes false first, for the grace period, so that balancers stop sending.
-    let grace = settings.http.shutdown_grace;
-    let draining = health.clone();
-    let signal = async move {
-        mcp_http::server::shutdown_signal().await;
-        draining.set_draining();
-        if !grace.is_zero() {
-            tracing::info!(
-                "stopping in {} ms; {} answers 503 meanwhile",
-                grace.as_millis(),
-                draining.ready_path()
-            );
-            tokio::time::sleep(grace).await;
-        }
-    }
-    .shared();
-    let mcp_signal = signal.clone();
-    let serving = async {
-        let service = McpService::new(server, config);
-        let result = match (tls, auth) {
-            (Some(tls), auth) => {
-                let hangups = hangups.unwrap_or_else(Hangups::listen);
-                let reloading = tokio::spawn(reload_on_hangup(tls.clone(), hangups));
-                let served = match auth {
-                    Some(auth) => {
-                        let layer = mcp_auth::AuthLayer::new(auth)
-                            .open_paths([health.live_path(), health.ready_path()]);
-                        mcp_http::server::serve_tls_wrapped_with_shutdown(
-                            listener,
-                            service,
-                            |s| tower_layer::Layer::layer(&layer, s),
-                            tls,
-                            mcp_signal,
-                        )
-                        .await
-                    }
-                    None => {
-                        mcp_http::server::serve_tls_with_shutdown(
-                            listener, service, tls, mcp_signal,
-                        )
-                        .await
-                    }
-                };
-                reloading.abort();
-                served
-            }
-            (None, Some(auth)) => {
-                let layer = mcp_auth::AuthLayer::new(auth)
-                    .open_paths([health.live_path(), health.ready_path()]);
-                mcp_http::server::serve_wrapped_with_shutdown(
-                    listener,
-                    service,
-                    |s| tower_layer::Layer::layer(&layer, s),
-                    mcp_signal,
-                )
-                .await
-            }
-            (None, None) => {
-                mcp_http::server::serve_with_shutdown(listener, service, mcp_signal).await
-            }
-        }
-        .context("serving HTTP");
-        drop(stop_metrics);
-        result
-    };
-    let stopped = async move {
-        tokio::select! {
-            () = signal => {}
-            _ = metrics_stopped => {}
-        }
-    };
-    let (result, ()) = tokio::join!(serving, serve_metrics(metrics, stopped));
-    drop(served);
-    result
-}
-
-/// Liveness, and readiness that needs every database to answer `SELECT 1` (within 2 s)
-/// and the broker, if there is one, to be connected.
-fn readiness(databases: &[mcp_sql::Database], broker: Option<&mcp_broker::Broker>) -> Health {
-    const PING: std::time::Duration = std::time::Duration::from_secs(2);
-    let mut health = Health::new().timeout(PING + std::time::Duration::from_millis(500));
-    for db in databases {
-        let db = db.clone();
-        health = health.check(format!("database {}", db.name()), move || {
-            let db = db.clone();
-            async move { db.ping(PING).await }
-        });
-    }
-    if let Some(broker) = broker {
-        let broker = broker.clone();
-        health = health.check("broker", move || {
-            let up = broker.is_connected();
-            let describe = broker.describe();
-            let why = broker.last_error();
-            async move {
-                match (up, why) {
-                    (true, _) => Ok(()),
-                    (false, Some(why)) => Err(format!("not connected to {describe}: {why}")),
-                    (false, None) => Err(format!("not connected to {describe}")),
-                }
-            }
-        });
-    }
-    health
-}
-
-/// SIGHUP, listened for (on Unix; elsewhere there is none).
-struct Hangups(#[cfg(unix)] Option<tokio::signal::unix::Signal>);
-
-impl Hangups {
-    fn listen() -> Self {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            match signal(SignalKind::hangup()) {
-                Ok(hangups) => Hangups(Some(hangups)),
-                Err(e) => {
-                    tracing::warn!(
-                        "cannot listen for SIGHUP ({e}); the certificate will not be reloaded"
-                    );
-                    Hangups(None)
-                }
-            }
-        }
-        #[cfg(not(unix))]
-        Hangups()
-    }
-
-    /// The next SIGHUP; `false` when there will be none.
-    async fn next(&mut self) -> bool {
-        #[cfg(unix)]
-        if let Some(signal) = &mut self.0 {
-            return signal.recv().await.is_some();
-        }
-        false
-    }
-}
-
-/// Reads the certificate and key again on every SIGHUP: new connections get the new certificate,
-/// open ones keep theirs, and files that do not load leave the old certificate in use.
-async fn reload_on_hangup(tls: ServerTls, mut hangups: Hangups) {
-    while hangups.next().await {
-        match tls.reload() {
-            Ok(()) => tracing::info!(
-                "SIGHUP: reloaded the certificate {} and key {}",
-                tls.cert_path().display(),
-                tls.key_path().display()
-            ),
-            Err(e) => tracing::error!("SIGHUP: {e}; still serving the previous certificate"),
-        }
-    }
-}
-
-/// Says where the metrics' own listener is (tests read this line), with a warning off loopback.
-fn announce_metrics(local: SocketAddr, path: &str) {
-    if !local.ip().is_loopback() {
-        tracing::warn!(
-            "serving metrics on {local}, which is not a loopback address: anyone who can reach it \
-             can read them"
-        );
-    }
-    tracing::info!("serving metrics on http://{local}{path}");
-}
-
-/// Serves the metrics on their own listener, if they have one, until `shutdown`; a failure of
-/// that listener is logged and leaves the MCP server running.
-async fn serve_metrics(
-    metrics: Option<(TcpListener, MetricsService, SocketAddr)>,
-    shutdown: impl std::future::Future<Output = ()>,
-) {
-    let Some((listener, service, local)) = metrics else {
-        return;
-    };
-    if let Err(e) = mcp_http::server::serve_metrics(listener, service, shutdown).await {
-        tracing::error!("metrics on {local}: {e}; no longer served");
+        None => Ok(None),
     }
 }

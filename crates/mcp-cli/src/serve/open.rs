@@ -26,7 +26,19 @@ pub(crate) struct Served {
     _watcher: Option<FsWatcher>,
 }
 
-pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
+/// Why the server is opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// To serve it.
+    Serve,
+    /// To check the settings (`--check`): everything is opened and the server built, but no file
+    /// is created (a sample database that does not exist yet is left for the first start, the
+    /// record of used approvals is not opened), and the broker and the file watcher are not
+    /// started.
+    Check,
+}
+
+pub(crate) async fn open(settings: &Settings, mode: Mode) -> anyhow::Result<Served> {
     let state_key = settings
         .server
         .state_key
@@ -41,7 +53,9 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
         .collect::<anyhow::Result<Vec<_>>>()?;
 
     let mut databases = Vec::new();
-    if let Some(sample) = &settings.sample {
+    if let Some(sample) = &settings.sample
+        && (mode == Mode::Serve || sample.path().exists())
+    {
         databases.push(open_sample(sample)?);
     }
     for db in &settings.databases {
@@ -89,6 +103,7 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
                     .await
                     .with_context(|| format!("{key}: connecting to the approval ledger"))?,
             ),
+            (None, Some(_)) if mode == Mode::Check => Some(adapter),
             (None, Some(path)) => {
                 if let Some(dir) = path.parent() {
                     create_dir_private(dir).with_context(|| {
@@ -197,6 +212,17 @@ pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Served> {
         None => None,
     };
     let server = builder.build().context("building the server")?;
+    if mode == Mode::Check {
+        return Ok(Served {
+            server,
+            databases: sql
+                .as_ref()
+                .map(|sql| sql.databases().to_vec())
+                .unwrap_or_default(),
+            broker,
+            _watcher: None,
+        });
+    }
     if let Some(broker) = &broker {
         if let Some(sql) = &sql {
             catch_up_on_remote_changes(broker, sql, &server);
@@ -355,7 +381,42 @@ fn missing_sqlite_file(key: &str, path: &Path) -> Result<(), String> {
     }
 }
 
+/// An error of the settings found while opening what they name: a database setting its engine
+/// refuses as written (a name, a URL it cannot read, an option it does not support, a value out
+/// of range). `mcp serve` exits with its usage status for it (see exit.rs), and with the
+/// status of something unavailable for the other errors of opening.
+#[derive(Debug)]
+pub(crate) struct Misconfigured(pub String);
+
+impl std::fmt::Display for Misconfigured {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Misconfigured {}
+
 fn open_error(key: &str, error: SqlError) -> anyhow::Error {
+    let misconfigured = match &error {
+        SqlError::InvalidName(_)
+        | SqlError::DuplicateName(_)
+        | SqlError::NoDatabase
+        | SqlError::EngineNotCompiled { .. } => true,
+        // The missing file is worded as one (missing_sqlite_file): not a setting's fault.
+        SqlError::Config { reason, .. } => !reason.starts_with(key),
+        // A URL tokio-postgres could not read names no server.
+        SqlError::Postgres { target, .. } => target.is_empty(),
+        _ => false,
+    };
+    let error = worded(key, error);
+    if misconfigured {
+        anyhow::Error::new(Misconfigured(format!("{error:#}")))
+    } else {
+        error
+    }
+}
+
+fn worded(key: &str, error: SqlError) -> anyhow::Error {
     match error {
         // The adapter's own message offers `allow_privileged_role`, which `mcp serve` does not
         // expose: a privileged role is always refused here.
@@ -383,6 +444,12 @@ fn open_error(key: &str, error: SqlError) -> anyhow::Error {
         SqlError::Postgres {
             target, message, ..
         } => anyhow!("{key}: PostgreSQL {}: {message}", target.trim_end()),
+        // A directory or a file of something else, named as a missing file is: by its absolute
+        // path.
+        SqlError::NotSqlite { path, reason } => {
+            let shown = std::path::absolute(&path).unwrap_or(path);
+            anyhow!("{key}: {} {reason}", shown.display())
+        }
         // Already in words, key included.
         SqlError::Config { reason, .. } if reason.starts_with(key) => anyhow!(reason),
         e => anyhow!("{key}: {e}"),

@@ -23,6 +23,8 @@ const MIN_RESPONSE_MEMORY: usize = 1024 * 1024;
 #[derive(Debug)]
 pub(crate) struct Http {
     pub bind: SocketAddr,
+    /// The flag or key that gave `bind`: `--http` (also for the default) or `http.bind`.
+    pub bind_key: &'static str,
     pub path: String,
     pub allowed_hosts: Vec<String>,
     pub allowed_origins: Vec<String>,
@@ -57,12 +59,16 @@ pub(super) fn resolve(
     file: &FileConfig,
     in_file: &dyn Fn(&Path) -> PathBuf,
 ) -> Result<(Http, HttpConfig), String> {
-    let bind = match (&args.http, &file.http.bind) {
-        (Some(addr), _) => *addr,
-        (None, Some(text)) => {
-            crate::flags::listen_addr(text).map_err(|e| format!("http.bind: {e}"))?
-        }
-        (None, None) => DEFAULT_BIND.parse().expect("the default address parses"),
+    let (bind, bind_key) = match (&args.http, &file.http.bind) {
+        (Some(addr), _) => (*addr, "--http"),
+        (None, Some(text)) => (
+            crate::flags::listen_addr(text).map_err(|e| format!("http.bind: {e}"))?,
+            "http.bind",
+        ),
+        (None, None) => (
+            DEFAULT_BIND.parse().expect("the default address parses"),
+            "--http",
+        ),
     };
     let (path, path_key) = match (&args.path, &file.http.path) {
         (Some(p), _) => (p.clone(), "--path"),
@@ -178,6 +184,7 @@ pub(super) fn resolve(
     };
     let http = Http {
         bind,
+        bind_key,
         path,
         allowed_hosts,
         allowed_origins,

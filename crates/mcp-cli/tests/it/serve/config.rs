@@ -10,79 +10,100 @@ fn bad_configuration_is_refused_with_the_key_named() {
     let scratch = TempDir::new();
     let config = scratch.join("mcp.toml");
     let config_arg = config.to_str().unwrap().to_owned();
+    // 4: the settings are wrong as written; 3: what they name cannot be used.
     let cases = [
         (
             "[databases.sales]\nurl = \"oracle://u:secret@db/sales\"\n",
             "databases.sales.url: unsupported database URL scheme \"oracle\"",
+            4,
         ),
         (
             "[databases.sales]\nurl = \"mysql://u:secret@db/sales?sslmode=prefer\"\n",
             "databases.sales: database \"sales\": sslmode prefer is not supported for MySQL",
+            4,
         ),
         (
             "[http]\nbind = \"mcp.example.com:80\"\n",
             "http.bind: invalid address \"mcp.example.com:80\"",
+            4,
         ),
         (
             "[http]\nbnd = \"127.0.0.1:1\"\n",
             "http.bnd: unknown field `bnd`",
+            4,
         ),
         (
             "[limits]\nmax_rows = -1\n",
             "limits.max_rows: invalid value: integer `-1`, expected a whole number (0 or more) (line 2)",
+            4,
         ),
         (
             "[limits]\nmax_rows = \"many\"\n",
             "limits.max_rows: invalid type: string \"many\", expected a whole number (0 or more) (line 2)",
+            4,
         ),
         // A range checked after parsing still names its line.
         (
             "[http]\nbind = \"127.0.0.1:0\"\n\n[limits]\nmax_rows = 0\n",
             "limits.max_rows: must be between 1 and 100000 (line 5)",
+            4,
         ),
         (
             "[roots]\npath = \"/tmp\"\n",
             "roots: invalid type: map, expected a sequence; write [[roots]] (two brackets) before each entry (line 1)",
+            4,
         ),
         (
             "[databases.local]\nurl = \"missing.db\"\n",
             "databases.local: the SQLite file /",
+            3,
         ),
         (
             "[databases.Local]\nurl = \"missing.db\"\n",
             "databases.Local: invalid database name",
+            4,
         ),
-        ("[[roots]]\npath = \"no-such-dir\"\n", "roots[0].path: root"),
+        (
+            "[[roots]]\npath = \"no-such-dir\"\n",
+            "roots[0].path: root",
+            3,
+        ),
         (
             "[server]\nstate_key_file = \"short.key\"\n",
             "server.state_key_file: ",
+            3,
         ),
         (
             "[observability]\nmetrics_addr = \"metrics.example.com:9090\"\n",
             "observability.metrics_addr: invalid address \"metrics.example.com:9090\"",
+            4,
         ),
         (
             "[observability]\nmetrics_addr = 9090\n",
             "observability.metrics_addr: invalid type",
+            4,
         ),
         (
             "[observability]\nmetrics_adr = \"127.0.0.1:9090\"\n",
             "observability.metrics_adr: unknown field `metrics_adr`",
+            4,
         ),
         (
             "[observability]\nlog_format = \"xml\"\n",
             "observability.log_format: unknown variant `xml`",
+            4,
         ),
         (
             "[observability]\nmetrics_path = \"/stats\"\n",
             "observability.metrics_path: the metrics are off",
+            4,
         ),
     ];
     std::fs::write(scratch.join("short.key"), "too short\n").unwrap();
-    for (text, want) in cases {
+    for (text, want, code) in cases {
         std::fs::write(&config, text).unwrap();
         let run = serve_refused(scratch.path(), &["--config", &config_arg]);
-        run.expect_code(1);
+        run.expect_code(code);
         assert!(
             run.stderr.contains(&format!("error: {config_arg}: {want}"))
                 || run.stderr.contains(&format!("error: {want}")),
@@ -117,7 +138,7 @@ fn bad_configuration_is_refused_with_the_key_named() {
     )
     .unwrap();
     let run = serve_refused(scratch.path(), &["--config", &config_arg]);
-    run.expect_code(1);
+    run.expect_code(3);
     let want =
         format!("error: {config_arg}: observability.metrics_addr: cannot listen on {taken_addr}");
     assert!(
@@ -129,43 +150,51 @@ fn bad_configuration_is_refused_with_the_key_named() {
 
     // Flags are named the same way.
     let short_key = scratch.join("short.key");
-    let flag_cases: [(&[&str], &str); 8] = [
+    let flag_cases: [(&[&str], &str, i32); 8] = [
         (
             &["--db", "x=oracle://db/x"],
             "error: --db x: unsupported database URL scheme",
+            4,
         ),
         (
             &["--max-rows", "0"],
             "error: --max-rows: must be between 1 and 100000",
+            4,
         ),
         (
             &["--root", "/no/such/dir"],
             "error: --root: root \"/no/such/dir\"",
+            3,
         ),
         (
             &["--state-key-file", short_key.to_str().unwrap()],
             "error: --state-key-file: ",
+            3,
         ),
         (
             &["--config", "/no/such/mcp.toml"],
             "error: --config /no/such/mcp.toml: ",
+            4,
         ),
         (
             &["--stdio", "--metrics"],
             "error: --metrics: with --stdio there is no HTTP listener",
+            4,
         ),
         (
             &["--metrics-path", "/stats"],
             "error: --metrics-path: the metrics are off",
+            4,
         ),
         (
             &["--read-timeout", "0"],
             "error: --read-timeout: must be more than zero",
+            4,
         ),
     ];
-    for (args, want) in flag_cases {
+    for (args, want, code) in flag_cases {
         let run = serve_refused(scratch.path(), args);
-        run.expect_code(1);
+        run.expect_code(code);
         assert!(
             run.stderr.contains(want),
             "{args:?}\nwanted {want:?}, got:\n{}",

@@ -4,6 +4,7 @@
 
 pub(crate) mod answers;
 mod approvals;
+mod check;
 mod cluster;
 mod config;
 mod connections;
@@ -19,7 +20,9 @@ mod observe;
 mod pg_restart;
 mod postgres;
 mod postgres_tls;
+mod shutdown;
 mod sqlite;
+mod start;
 pub(crate) mod support;
 mod task_store;
 mod tasks;

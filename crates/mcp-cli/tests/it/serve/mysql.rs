@@ -152,7 +152,7 @@ fn a_privileged_account_is_refused_at_start() {
     }
     let scratch = TempDir::new();
     let run = serve_refused(scratch.path(), &["--db", &my_url("root", "test")]);
-    run.expect_code(1);
+    run.expect_code(3);
     assert!(
         run.stderr.contains("--db main: account root@")
             && run.stderr.contains("ALL PRIVILEGES")
@@ -168,7 +168,7 @@ fn a_privileged_account_is_refused_at_start() {
         scratch.path(),
         &["--db", &format!("sales=mysql://x@127.0.0.1:{closed}/test")],
     );
-    run.expect_code(1);
+    run.expect_code(3);
     assert!(
         run.stderr.contains(&format!(
             "--db sales: MySQL x@127.0.0.1:{closed}/test: connection refused at 127.0.0.1:{closed}"

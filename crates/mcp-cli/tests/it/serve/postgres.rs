@@ -164,7 +164,7 @@ fn a_superuser_url_is_refused_at_start() {
     }
     let scratch = TempDir::new();
     let run = serve_refused(scratch.path(), &["--db", &pg_url(&admin_role())]);
-    run.expect_code(1);
+    run.expect_code(3);
     assert!(
         run.stderr.contains("--db main: ") && run.stderr.contains("superuser"),
         "{}",
@@ -230,7 +230,7 @@ fn an_unreachable_approval_ledger_is_refused_at_start() {
             "postgres://nobody@127.0.0.1:1/none?connect_timeout=2",
         ],
     );
-    run.expect_code(1);
+    run.expect_code(3);
     assert!(
         run.stderr
             .contains("--approval-ledger: connecting to the approval ledger"),
@@ -273,7 +273,7 @@ fn a_database_that_cannot_be_opened_says_what_the_server_said_and_where() {
     ];
     for (url, wanted) in &cases {
         let run = serve_refused(scratch.path(), &["--db", url]);
-        run.expect_code(1);
+        run.expect_code(3);
         for needle in wanted {
             assert!(
                 run.stderr.contains(needle),
