@@ -178,8 +178,7 @@ fn from_modern_error(error: ErrorObject) -> Verdict {
         supported: Vec<String>,
     }
     let supported = error
-        .data
-        .as_ref()
+        .data()
         .and_then(|d| Data::deserialize(d).ok())
         .map(|d| d.supported)
         .unwrap_or_default();

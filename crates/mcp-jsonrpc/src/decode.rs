@@ -91,10 +91,6 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::
 ///
 /// spec 2026-07-28 basic: there are no batches, so a JSON array is an invalid request; `params` must be
 /// an object; an id is a string or an integer and never null.
-#[allow(
-    clippy::result_large_err,
-    reason = "the error is the cold path, and its ErrorObject is what the caller sends at once"
-)]
 pub fn decode(input: &[u8]) -> Result<Message<'_>, DecodeError> {
     // JSON text is UTF-8 (RFC 8259 section 8.1). serde_json does not check the bytes of members it
     // skips, so check the whole message once here.
@@ -111,10 +107,6 @@ pub fn decode(input: &[u8]) -> Result<Message<'_>, DecodeError> {
 }
 
 /// Decodes the envelope of one JSON-RPC message that is already known to be UTF-8 text.
-#[allow(
-    clippy::result_large_err,
-    reason = "the error is the cold path, and its ErrorObject is what the caller sends at once"
-)]
 pub fn decode_str(input: &str) -> Result<Message<'_>, DecodeError> {
     let env: RawEnvelope<'_> = match serde_json::from_str(input) {
         // serde's derived decoding of a struct takes an array too, member by member in field

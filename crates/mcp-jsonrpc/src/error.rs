@@ -36,9 +36,10 @@ pub struct ErrorObject {
     pub code: i64,
     /// A short, single-sentence description.
     pub message: Cow<'static, str>,
-    /// Structured detail, when the code defines some.
+    /// Structured detail, when the code defines some. Boxed, so that an error is small (40 bytes)
+    /// in the `Result`s that carry it on every path, and only an error with detail pays for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<Value>,
+    pub data: Option<Box<Value>>,
 }
 
 impl ErrorObject {
@@ -54,8 +55,13 @@ impl ErrorObject {
     /// Attaches `data` to the error.
     #[must_use]
     pub fn with_data(mut self, data: Value) -> Self {
-        self.data = Some(data);
+        self.data = Some(Box::new(data));
         self
+    }
+
+    /// The structured detail, if any.
+    pub fn data(&self) -> Option<&Value> {
+        self.data.as_deref()
     }
 
     /// -32700: the message is not valid JSON.
@@ -142,8 +148,8 @@ mod tests {
         let err = ErrorObject::missing_client_capability(json!({"elicitation": {}}), "elicitation");
         assert_eq!(err.code, -32021);
         assert_eq!(
-            err.data,
-            Some(json!({"requiredCapabilities": {"elicitation": {}}}))
+            err.data(),
+            Some(&json!({"requiredCapabilities": {"elicitation": {}}}))
         );
     }
 
@@ -151,8 +157,8 @@ mod tests {
     fn version_error_echoes_the_request() {
         let err = ErrorObject::unsupported_protocol_version(&["2026-07-28"], "v999");
         assert_eq!(
-            err.data,
-            Some(json!({"supported": ["2026-07-28"], "requested": "v999"}))
+            err.data(),
+            Some(&json!({"supported": ["2026-07-28"], "requested": "v999"}))
         );
     }
 
