@@ -26,6 +26,7 @@ mod prompt;
 mod roots;
 pub(crate) mod suggest;
 mod task;
+mod tools;
 mod verbs;
 pub(crate) mod words;
 
@@ -151,8 +152,9 @@ impl From<EraArg> for mcp_client::EraChoice {
 pub(crate) enum Verb {
     /// Show the server: identity, protocol revision, capabilities, instructions.
     Discover(Common),
-    /// List the tools.
-    Tools(Common),
+    /// List the tools (`--wide`: no value cut to the terminal's width), or show one in full:
+    /// `mcp tools NAME`.
+    Tools(tools::ToolsArgs),
     /// Call a tool: `mcp call NAME '{"a": 1}'` or `mcp call NAME --arg a=1`.
     Call(CallArgs),
     /// List the resources.

@@ -107,7 +107,8 @@ fn is_unsafe(c: char) -> bool {
 }
 
 /// How stdout is written: colour only on a terminal and without `NO_COLOR`; tables fitted to the
-/// terminal's width when there is one.
+/// terminal's width when there is one (`COLUMNS`, else the kernel's), and whole otherwise: output
+/// piped to a file or another program keeps every value.
 #[derive(Debug, Clone)]
 pub(crate) struct Style {
     colour: bool,
@@ -132,11 +133,15 @@ impl Style {
     pub(crate) fn for_stream(terminal: bool) -> Style {
         // https://no-color.org: any non-empty value turns colour off.
         let no_colour = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        let width = std::env::var("COLUMNS")
-            .ok()
-            .and_then(|c| c.trim().parse::<usize>().ok())
-            .filter(|w| *w > 0)
-            .or_else(|| terminal.then(terminal_width).flatten());
+        let columns = || {
+            std::env::var("COLUMNS")
+                .ok()
+                .and_then(|c| c.trim().parse::<usize>().ok())
+                .filter(|w| *w > 0)
+        };
+        let width = terminal
+            .then(|| columns().or_else(terminal_width))
+            .flatten();
         Style {
             colour: terminal && !no_colour,
             width,
@@ -150,6 +155,17 @@ impl Style {
             colour: false,
             width,
         }
+    }
+
+    /// This style without a width: tables keep every value whole (`--wide`).
+    pub(crate) fn unbounded(mut self) -> Style {
+        self.width = None;
+        self
+    }
+
+    /// The width tables are fitted to, when there is one.
+    pub(crate) fn width(&self) -> Option<usize> {
+        self.width
     }
 
     fn paint(&self, code: &str, text: &str) -> String {

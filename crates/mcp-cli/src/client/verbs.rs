@@ -31,11 +31,8 @@ pub(crate) async fn run(verb: Verb) -> Result<(), CliError> {
         other => other,
     };
     let common = match &verb {
-        Verb::Discover(c)
-        | Verb::Tools(c)
-        | Verb::Resources(c)
-        | Verb::Templates(c)
-        | Verb::Prompts(c) => c,
+        Verb::Discover(c) | Verb::Resources(c) | Verb::Templates(c) | Verb::Prompts(c) => c,
+        Verb::Tools(a) => &a.common,
         Verb::Call(a) => &a.common,
         Verb::Read(a) => &a.common,
         Verb::Prompt(a) => &a.common,
@@ -92,7 +89,7 @@ async fn dispatch(
     let mut media = Media::new(common.save_dir.clone());
     match verb {
         Verb::Discover(_) => discover(client, out).await,
-        Verb::Tools(_) => tools(client, out).await,
+        Verb::Tools(args) => super::tools::run(client, out, args).await,
         Verb::Call(args) => call(client, out, &mut media, progress, args).await,
         Verb::Resources(_) => resources(client, out).await,
         Verb::Templates(_) => templates(client, out).await,
@@ -164,7 +161,7 @@ impl Out {
     }
 
     /// Prints the pages kept by [`Out::keep`] for a list whose items are under `member`.
-    fn json_list(&self, member: &str) {
+    pub(super) fn json_list(&self, member: &str) {
         self.print(&format!("{}\n", json::list(&self.raw, member)));
     }
 }
@@ -247,7 +244,7 @@ async fn discover(client: &Client, out: &Out) -> Result<(), CliError> {
 }
 
 /// For a list the server does not offer: says so, and shows it empty under `key` (`--json`).
-fn not_offered(out: &Out, key: &str, what: &str) {
+pub(super) fn not_offered(out: &Out, key: &str, what: &str) {
     if out.json {
         out.json(&json!({ key: [] }));
         eprintln!(
@@ -260,44 +257,6 @@ fn not_offered(out: &Out, key: &str, what: &str) {
             out.style.dim(&format!("(this server offers no {what})"))
         ));
     }
-}
-
-async fn tools(client: &Client, out: &Out) -> Result<(), CliError> {
-    if !offers::offers(client, Feature::Tools).await {
-        not_offered(out, "tools", "tools");
-        return Ok(());
-    }
-    let tools = out.keep(client.list_all_tools()).await?;
-    if out.json {
-        out.json_list("tools");
-        return Ok(());
-    }
-    let titled = tools
-        .iter()
-        .any(|t| t.title.is_some() || t.annotations.as_ref().is_some_and(|a| a.title.is_some()));
-    let rows: Vec<Vec<String>> = tools
-        .iter()
-        .map(|t| {
-            let mut row = vec![t.name.clone()];
-            if titled {
-                let title = t
-                    .title
-                    .clone()
-                    .or_else(|| t.annotations.as_ref().and_then(|a| a.title.clone()));
-                row.push(title.unwrap_or_default());
-            }
-            row.push(args::summary(&t.input_schema));
-            row.push(first_line(t.description.as_deref()));
-            row
-        })
-        .collect();
-    let headers: &[&str] = if titled {
-        &["NAME", "TITLE", "ARGUMENTS (* required)", "DESCRIPTION"]
-    } else {
-        &["NAME", "ARGUMENTS (* required)", "DESCRIPTION"]
-    };
-    print_list(out, "tools", headers, &rows);
-    Ok(())
 }
 
 fn print_list(out: &Out, what: &str, headers: &[&str], rows: &[Vec<String>]) {

@@ -6,6 +6,7 @@
 mod arguments;
 mod bench;
 mod certs;
+mod completions;
 mod era;
 mod errors;
 mod field_order;
@@ -28,3 +29,4 @@ mod stdio;
 mod tasks;
 #[cfg(unix)]
 mod terminal;
+mod tools_view;

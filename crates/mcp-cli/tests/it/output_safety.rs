@@ -253,6 +253,22 @@ fn discover_and_lists_show_the_servers_text_inert() {
     assert!(row.contains(SHOWN), "{row}");
     assert!(row.contains("q␛[31m: string"), "{row}");
     assert!(out.contains("evil␛[2Jname↵fake row"), "{out}");
+
+    // One tool in full: its title, every line of its description, its argument's name.
+    let run = mcp(&["tools", "hostile_text", "--stdio", &server], "");
+    run.expect_code(0);
+    assert_all_inert(&run);
+    let out = &run.stdout;
+    assert!(out.contains(&format!("title       {SHOWN}\n")), "{out}");
+    assert!(
+        out.contains(&format!("description {SHOWN}\n            second line\n")),
+        "{out}"
+    );
+    assert!(out.contains("  q␛[31m: string\n"), "{out}");
+    // And a name that is not there, with the closest, in our error line.
+    let run = mcp(&["tools", "evil\u{1b}[2Jname", "--stdio", &server], "");
+    run.expect_code(4);
+    assert_all_inert(&run);
 }
 
 #[test]
