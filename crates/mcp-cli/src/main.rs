@@ -42,6 +42,17 @@ enum Command {
     Bench(bench::BenchArgs),
     #[command(flatten)]
     Client(client::Verb),
+    /// Print the shell completion script of mcp (bash, zsh, fish, elvish, powershell).
+    ///
+    /// Installed, for example, with `mcp completions bash >
+    /// ~/.local/share/bash-completion/completions/mcp`, `mcp completions zsh > ~/.zfunc/_mcp`
+    /// (with ~/.zfunc in fpath before compinit) or `mcp completions fish >
+    /// ~/.config/fish/completions/mcp.fish`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 fn main() -> ExitCode {
@@ -57,11 +68,14 @@ fn main() -> ExitCode {
             };
         }
     };
+    if let Command::Completions { shell } = cli.command {
+        return completions(shell);
+    }
     // Logs go to stderr: on stdio, stdout carries only protocol messages. The client commands
     // show warnings only, unless MCP_LOG says otherwise. `mcp serve` sets up its own once it has
     // read its settings (the log format may come from its configuration file).
     match cli.command {
-        Command::Serve(_) => {}
+        Command::Serve(_) | Command::Completions { .. } => {}
         Command::Bench(_) | Command::Client(_) => logging::init("warn", logging::LogFormat::Text),
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -85,12 +99,28 @@ fn main() -> ExitCode {
             },
             Command::Bench(args) => ExitCode::from(bench::run(args).await),
             Command::Client(verb) => client::run(verb).await,
+            Command::Completions { .. } => ExitCode::SUCCESS,
         }
     });
     // A prompt may still be blocked reading stdin (the answer came another way, or Ctrl-C): do not
     // wait for it.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     code
+}
+
+/// `mcp completions SHELL`: the script on stdout. Written whole from a buffer: clap_complete
+/// panics on a write error, and a reader that stops early (`| head`) is no error of ours.
+fn completions(shell: clap_complete::Shell) -> ExitCode {
+    let mut command = <Cli as clap::CommandFactory>::command();
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, "mcp", &mut script);
+    match std::io::Write::write_all(&mut std::io::stdout().lock(), &script) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("error: cannot write the script: {e}");
+            ExitCode::from(client::EXIT_USAGE)
+        }
+        _ => ExitCode::SUCCESS,
+    }
 }
 
 #[cfg(test)]
