@@ -106,6 +106,12 @@ impl Job {
                     return;
                 }
             };
+            if self.server.inner.shutdown.is_cancelled() && self.link.is_inline() {
+                // The handler saw the shutdown's cancellation and answered before the select
+                // above did: it is answered as if the cancellation had been seen first.
+                self.answer_shutdown(Some(outcome));
+                return;
+            }
             let settled = self
                 .server
                 .settle_tool(&self.tool, outcome.map_err(Stopped::Failed));

@@ -140,13 +140,19 @@ fn a_task_whose_server_shuts_down_ends_with_the_client_saying_so() {
         run.stderr,
         serve.log()
     );
-    // A transport error (exit 3) in the CLI's words, and no warning of the library's.
-    assert_eq!(run.code, Some(3), "{context}");
-    assert!(
-        run.stderr
+    // A transport error (exit 3) in the CLI's words, and no warning of the library's. (A poll
+    // that reached the server in the instant between the signal and its exit would learn the
+    // same from the task itself, failed: a protocol error.)
+    let told = match run.code {
+        Some(3) => run
+            .stderr
             .contains("the server shut down while the call ran"),
-        "{context}"
-    );
+        Some(2) => run
+            .stderr
+            .contains("the server stopped before the task finished"),
+        _ => false,
+    };
+    assert!(told, "{context}");
     assert!(!run.stderr.contains("WARN"), "{context}");
     assert!(!run.stderr.contains("could not be cancelled"), "{context}");
     assert!(status.is_some_and(|s| s.success()), "{status:?}: {context}");

@@ -52,7 +52,9 @@ fn the_start_ends_with_the_next_step_and_get_slash_points_at_the_endpoint() {
     let data = TempDir::new();
     let serve = Serve::start(data.path(), &[]);
     // The last start line, after the address: a command that works as printed.
-    wait_until("the next step is printed", || serve.log().contains("try it: "));
+    wait_until("the next step is printed", || {
+        serve.log().contains("try it: ")
+    });
     let log = serve.log();
     let line = log
         .lines()
