@@ -21,7 +21,8 @@ not this machine's, privileged), a database cannot be opened or reached (a missi
 that is not SQLite, a refused connection or login, a privileged role), a key or certificate \
 file does not load, the authorization server, task store or approval ledger does not answer; 4 \
 a usage error: an unknown flag, a bad value, a configuration file that cannot be read or holds \
-an unknown key or a bad value, settings that conflict, nothing to serve."
+an unknown key or a bad value, settings that conflict, a database setting its engine refuses \
+(a name, a URL it cannot read, an unsupported option), nothing to serve."
     };
 }
 pub(crate) use exit_codes_help;
