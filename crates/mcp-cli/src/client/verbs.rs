@@ -293,10 +293,16 @@ async fn call(
     // A name the server does not list may still be one it serves; if the call fails, the
     // closest names it lists are suggested.
     let suggestion = if schema.is_none() {
-        let suggestion = suggest::did_you_mean(&suggest::closest(
-            &args.name,
-            tools.iter().map(|t| t.name.as_str()),
-        ));
+        // `mcp serve` lists `execute` beside `query` only when writes are on.
+        let serves_sql = tools.iter().any(|t| t.name == "query");
+        let suggestion = if args.name == "execute" && serves_sql {
+            Some("mcp serve offers execute only with --allow-write".to_owned())
+        } else {
+            suggest::did_you_mean(&suggest::closest(
+                &args.name,
+                tools.iter().map(|t| t.name.as_str()),
+            ))
+        };
         let near = suggestion
             .as_ref()
             .map(|s| format!(" ({s})"))

@@ -131,6 +131,8 @@ pub(crate) struct HttpSection {
     pub legacy: Option<LegacyHttpSetting>,
     /// The most handshake-era sessions kept at once.
     pub max_sessions: Option<usize>,
+    /// The most handshake-era sessions one client (principal or address) may keep at once.
+    pub max_sessions_per_client: Option<usize>,
     /// How long a handshake-era session may go unused before it ends.
     pub session_idle: Option<Seconds>,
     /// HTTPS: the certificate chain (PEM), with `tls_key`.

@@ -163,6 +163,13 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "N", value_parser = whole_number)]
     max_sessions: Option<usize>,
 
+    /// The most handshake-era HTTP sessions one client may keep at once: a principal when
+    /// authentication is on, else a client address (an IPv6 /64; loopback is not counted apart).
+    /// A client at its share that opens another ends its own least recently used idle session;
+    /// one whose sessions are all in use gets 503 [default: 256].
+    #[arg(long, value_name = "N", value_parser = whole_number)]
+    max_sessions_per_client: Option<usize>,
+
     /// How long a handshake-era HTTP session may go unused (no request, no open GET stream)
     /// before it ends: seconds, or with a unit (30s, 10m) [default: 30m].
     #[arg(long, value_name = "DURATION", value_parser = flags::duration)]
@@ -335,6 +342,7 @@ fn http_config(settings: &Settings) -> HttpConfig {
             file::LegacyHttpSetting::Stateless => LegacyMode::Stateless,
         };
         edited.max_sessions = settings.max_sessions;
+        edited.max_sessions_per_caller = settings.max_sessions_per_client;
         edited.session_idle = settings.session_idle;
         edited.policy = policy;
         edited.metrics_path = metrics_path;

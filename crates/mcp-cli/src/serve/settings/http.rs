@@ -207,6 +207,7 @@ pub(super) fn resolve(
 pub(super) struct Sessions {
     pub(super) legacy_http: LegacyHttpSetting,
     pub(super) max_sessions: usize,
+    pub(super) max_sessions_per_client: usize,
     pub(super) session_idle: Duration,
 }
 
@@ -225,6 +226,14 @@ pub(super) fn sessions(
         (None, Some(n)) => check_min(n, 1, "http.max_sessions")?,
         (None, None) => http_defaults.max_sessions,
     };
+    let max_sessions_per_client = match (
+        args.max_sessions_per_client,
+        file.http.max_sessions_per_client,
+    ) {
+        (Some(n), _) => check_min(n, 1, "--max-sessions-per-client")?,
+        (None, Some(n)) => check_min(n, 1, "http.max_sessions_per_client")?,
+        (None, None) => http_defaults.max_sessions_per_caller,
+    };
     let session_idle = match (args.session_idle, &file.http.session_idle) {
         (Some(d), _) => check_positive(d, "--session-idle")?,
         (None, Some(s)) => check_positive(s.0, "http.session_idle")?,
@@ -233,6 +242,7 @@ pub(super) fn sessions(
     Ok(Sessions {
         legacy_http,
         max_sessions,
+        max_sessions_per_client,
         session_idle,
     })
 }

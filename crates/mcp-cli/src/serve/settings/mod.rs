@@ -60,6 +60,8 @@ pub(crate) struct Settings {
     pub legacy_http: LegacyHttpSetting,
     /// The most handshake-era HTTP sessions at once.
     pub max_sessions: usize,
+    /// The most handshake-era HTTP sessions one client may keep at once.
+    pub max_sessions_per_client: usize,
     /// How long a handshake-era HTTP session may go unused.
     pub session_idle: Duration,
     /// The server's identity, state keys, broker, approval ledger and tasks (`[server]`).
@@ -189,6 +191,7 @@ pub(crate) fn resolve(
     let http::Sessions {
         legacy_http,
         max_sessions,
+        max_sessions_per_client,
         session_idle,
     } = http::sessions(args, &file, &http_defaults)?;
 
@@ -284,6 +287,7 @@ pub(crate) fn resolve(
         handler_timeout,
         legacy_http,
         max_sessions,
+        max_sessions_per_client,
         session_idle,
         server,
         instructions: file.server.instructions.clone(),

@@ -239,6 +239,15 @@ fn a_refused_write_points_at_allow_write() {
         "{}",
         run.stdout
     );
+    // Calling `execute` itself says how to offer it.
+    let run = serve.run(&["call", "execute", "--arg", "sql=delete from products"], "");
+    assert_ne!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("mcp serve offers execute only with --allow-write"),
+        "{}",
+        run.stderr
+    );
     // The instructions say so too, for a model that reads them first.
     let discover = serve.run(&["discover", "--json"], "");
     discover.expect_code(0);

@@ -197,3 +197,25 @@ fn tls_files_come_in_pairs_from_the_flags_or_the_file() {
         s.notes
     );
 }
+
+#[test]
+fn the_sessions_per_client_come_from_the_flag_over_the_file_over_the_default() {
+    let per_client = |argv: &[&str], toml: Option<&str>| {
+        resolve_with(argv, toml).map(|s| s.max_sessions_per_client)
+    };
+    assert_eq!(
+        per_client(&[], None).unwrap(),
+        HttpConfig::default().max_sessions_per_caller
+    );
+    let file = "[http]\nmax_sessions_per_client = 12\n";
+    assert_eq!(per_client(&[], Some(file)).unwrap(), 12);
+    assert_eq!(
+        per_client(&["--max-sessions-per-client", "3"], Some(file)).unwrap(),
+        3
+    );
+    let err = per_client(&[], Some("[http]\nmax_sessions_per_client = 0\n")).unwrap_err();
+    assert!(
+        err.contains("http.max_sessions_per_client: must be at least 1"),
+        "{err}"
+    );
+}
