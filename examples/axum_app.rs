@@ -1,14 +1,14 @@
 //! An axum application that serves MCP at `/mcp` beside its own routes, both reading one shared
 //! state: the `visit` tool counts visits, `GET /visits` shows the count.
-//! `cargo run -p mcp --example axum_app -- --http 127.0.0.1:8080`.
+//! `cargo run -p kelson --example axum_app -- --http 127.0.0.1:8080`.
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::extract::State as Shared;
 use axum::routing::get;
-use mcp::http::server::{HttpConfig, McpService, OriginPolicy};
-use mcp::prelude::*;
+use kelson::http::server::{HttpConfig, McpService, OriginPolicy};
+use kelson::prelude::*;
 
 /// The application's state.
 struct Visits {
@@ -26,9 +26,9 @@ async fn show(Shared(visits): Shared<Arc<Visits>>) -> String {
 }
 
 #[tokio::main]
-async fn main() -> mcp::Result<()> {
-    let addr: SocketAddr = match mcp::Transport::from_args()? {
-        mcp::Transport::Http(addr) => addr,
+async fn main() -> kelson::Result<()> {
+    let addr: SocketAddr = match kelson::Transport::from_args()? {
+        kelson::Transport::Http(addr) => addr,
         _ => "127.0.0.1:8080".parse()?,
     };
     let visits = Arc::new(Visits {

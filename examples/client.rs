@@ -2,15 +2,15 @@
 //! HTTP), lists its tools and calls one with JSON arguments.
 //!
 //! ```sh
-//! cargo run -p mcp --example client -- \
+//! cargo run -p kelson --example client -- \
 //!     target/debug/examples/quickstart add '{"a": 1, "b": 2}'
-//! cargo run -p mcp --example client -- http://127.0.0.1:8080/mcp echo '{"text": "hi"}'
+//! cargo run -p kelson --example client -- http://127.0.0.1:8080/mcp echo '{"text": "hi"}'
 //! ```
-// In an application: `mcp = { version = "0.1", features = ["client"] }` and `mcp::client::Client`.
-use mcp_client::Client;
+// In an application: `kelson = { version = "0.1", features = ["client"] }` and `kelson::client::Client`.
+use kelson_client::Client;
 
 #[tokio::main]
-async fn main() -> mcp::Result<()> {
+async fn main() -> kelson::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [server, tool, arguments] = args.as_slice() else {
         return Err("usage: client SERVER-COMMAND-OR-URL TOOL JSON-ARGUMENTS".into());

@@ -1,9 +1,9 @@
 //! Long work: `count` reports progress at every step and stops as soon as the client cancels
 //! (over stdio a `notifications/cancelled`, over HTTP a closed response), saying so on stderr.
-//! `cargo run -p mcp --example progress [-- --http ADDR]`.
+//! `cargo run -p kelson --example progress [-- --http ADDR]`.
 use std::time::Duration;
 
-use mcp::prelude::*;
+use kelson::prelude::*;
 
 /// Counts to `to`, one step every `step_ms` milliseconds, reporting progress.
 #[tool(read_only)]
@@ -28,6 +28,6 @@ async fn count(ctx: RequestContext, to: u32, step_ms: Option<u64>) -> Result<Str
     Ok(work.await??)
 }
 
-fn main() -> mcp::Result<()> {
-    mcp::run(Server::builder("progress", "1.0.0").route(count_tool()))
+fn main() -> kelson::Result<()> {
+    kelson::run(Server::builder("progress", "1.0.0").route(count_tool()))
 }

@@ -1,8 +1,8 @@
 //! Three tools with the macros: typed arguments, application state, structured output. Serve it
-//! on stdio with `cargo run -p mcp --example quickstart`, or add `-- --http 127.0.0.1:8080`.
+//! on stdio with `cargo run -p kelson --example quickstart`, or add `-- --http 127.0.0.1:8080`.
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use mcp::prelude::*;
+use kelson::prelude::*;
 
 /// Returns the text unchanged.
 #[tool(read_only)]
@@ -22,7 +22,7 @@ async fn add(a: f64, b: f64) -> Json<f64> {
     Json(a + b)
 }
 
-fn main() -> mcp::Result<()> {
+fn main() -> kelson::Result<()> {
     let server = Server::builder("quickstart", "1.0.0").state(AtomicU64::new(0));
-    mcp::run(server.routes([echo_tool(), hits_tool(), add_tool()]))
+    kelson::run(server.routes([echo_tool(), hits_tool(), add_tool()]))
 }

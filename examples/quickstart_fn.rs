@@ -1,8 +1,8 @@
 //! The quickstart without macros: each tool is a plain async function; its arguments are a struct
-//! whose JSON Schema is generated. `cargo run -p mcp --example quickstart_fn [-- --http ADDR]`.
+//! whose JSON Schema is generated. `cargo run -p kelson --example quickstart_fn [-- --http ADDR]`.
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use mcp::prelude::*;
+use kelson::prelude::*;
 
 /// Returns the text unchanged.
 #[derive(Deserialize, JsonSchema)]
@@ -17,7 +17,7 @@ struct Add {
     b: f64,
 }
 
-fn main() -> mcp::Result<()> {
+fn main() -> kelson::Result<()> {
     let server = Server::builder("quickstart", "1.0.0")
         .state(AtomicU64::new(0))
         .tool(
@@ -28,5 +28,5 @@ fn main() -> mcp::Result<()> {
             (n.fetch_add(1, Ordering::Relaxed) + 1).to_string()
         })
         .tool("add", |Add { a, b }: Add| async move { Json(a + b) });
-    mcp::run(server)
+    kelson::run(server)
 }

@@ -1,9 +1,9 @@
 //! Resources and a resource template: `notes://index` lists the notes, `notes://{id}` reads one,
 //! its variable typed as a number; a note that does not exist is the spec's "not found".
-//! `cargo run -p mcp --example templates [-- --http ADDR]`.
+//! `cargo run -p kelson --example templates [-- --http ADDR]`.
 use std::collections::BTreeMap;
 
-use mcp::prelude::*;
+use kelson::prelude::*;
 
 struct Notes {
     by_id: BTreeMap<u32, String>,
@@ -26,11 +26,11 @@ async fn note(id: u32, notes: State<Notes>) -> Option<String> {
     notes.by_id.get(&id).cloned()
 }
 
-fn main() -> mcp::Result<()> {
+fn main() -> kelson::Result<()> {
     let by_id = BTreeMap::from([
         (1, "# Groceries\n\nMilk, bread.".to_owned()),
         (2, "# Ideas\n\nA faster MCP server.".to_owned()),
     ]);
     let server = Server::builder("notes", "1.0.0").state(Notes { by_id });
-    mcp::run(server.routes([index_resource(), note_resource()]))
+    kelson::run(server.routes([index_resource(), note_resource()]))
 }

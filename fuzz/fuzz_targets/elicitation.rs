@@ -1,5 +1,5 @@
-//! Elicitation forms on the server: the requested schema's types (mcp-types `elicitation/`) and
-//! the path an answer takes to a handler (mcp-server: `tools/call` params, MRTR's
+//! Elicitation forms on the server: the requested schema's types (kelson-types `elicitation/`) and
+//! the path an answer takes to a handler (kelson-server: `tools/call` params, MRTR's
 //! `inputResponses`, `RequestContext::elicit`).
 //!
 //! There is no server-side check of an accepted form's content against the requested schema to
@@ -22,10 +22,10 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use mcp_jsonrpc::{Message, code};
-use mcp_server::transport::{Reply, RequestIo};
-use mcp_server::{HandlerError, RequestContext, Server, ToolResult};
-use mcp_types::{
+use kelson_jsonrpc::{Message, code};
+use kelson_server::transport::{Reply, RequestIo};
+use kelson_server::{HandlerError, RequestContext, Server, ToolResult};
+use kelson_types::{
     CallToolResult, ContentBlock, ElicitRequestFormParams, ElicitResult, InputResponse,
     InputResponses, JsonObject, RequestedSchema, Tool,
 };
@@ -129,7 +129,7 @@ fuzz_target!(|data: &[u8]| {
         panic!("the call was not answered with one message");
     };
     let body = String::from_utf8_lossy(&reply.body);
-    let Ok(Message::Response(response)) = mcp_jsonrpc::decode(&reply.body) else {
+    let Ok(Message::Response(response)) = kelson_jsonrpc::decode(&reply.body) else {
         panic!("not a response: {body}");
     };
     let outcome = response

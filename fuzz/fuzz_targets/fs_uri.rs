@@ -1,4 +1,4 @@
-//! The filesystem URI resolver (mcp-fs `uri.rs` through the hidden `mcp_fs::__fuzz`, and the
+//! The filesystem URI resolver (kelson-fs `uri.rs` through the hidden `kelson_fs::__fuzz`, and the
 //! whole read path through a built server): a `file://` URI never resolves outside its root.
 //!
 //! The fixture, made once per process in the temporary directory: a root holding files, a
@@ -23,10 +23,10 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use mcp_fs::{FsAdapter, FsLimits, RootConfig};
-use mcp_jsonrpc::Message;
-use mcp_server::Server;
-use mcp_server::transport::{Reply, RequestIo};
+use kelson_fs::{FsAdapter, FsLimits, RootConfig};
+use kelson_jsonrpc::Message;
+use kelson_server::Server;
+use kelson_server::transport::{Reply, RequestIo};
 use serde_json::json;
 
 const SECRET: &str = "SECRET-OUTSIDE-THE-ROOT";
@@ -108,7 +108,7 @@ fuzz_target!(|data: &[u8]| {
         format!("{}{text}", fx.root_uri)
     };
 
-    let parsed = mcp_fs::__fuzz::parse_relative(&fx.root_uri, &uri);
+    let parsed = kelson_fs::__fuzz::parse_relative(&fx.root_uri, &uri);
     if let Some((names, slash)) = &parsed {
         assert!(
             names.iter().all(|n| valid_name(n)),
@@ -127,9 +127,9 @@ fuzz_target!(|data: &[u8]| {
         );
         assert_eq!(below.components().count(), names.len(), "{names:?}");
         let canonical =
-            mcp_fs::__fuzz::path_uri(&path, *slash).expect("a path of plain names has a URI");
+            kelson_fs::__fuzz::path_uri(&path, *slash).expect("a path of plain names has a URI");
         assert_eq!(
-            mcp_fs::__fuzz::parse_relative(&fx.root_uri, &canonical).as_ref(),
+            kelson_fs::__fuzz::parse_relative(&fx.root_uri, &canonical).as_ref(),
             Some(&(names.clone(), *slash)),
             "{uri:?} -> {canonical:?}"
         );
@@ -164,7 +164,7 @@ fuzz_target!(|data: &[u8]| {
         !body.contains("root:x:0:0"),
         "{uri:?} read /etc/passwd: {body}"
     );
-    let Ok(Message::Response(response)) = mcp_jsonrpc::decode(&reply.body) else {
+    let Ok(Message::Response(response)) = kelson_jsonrpc::decode(&reply.body) else {
         panic!("not a response: {body}");
     };
     match response.outcome {

@@ -1,5 +1,5 @@
-//! The HTTP/1.1 request reader (mcp-http `server/h1/request.rs`) fed arbitrary bytes, through
-//! the hidden `mcp_http::server::__fuzz::read_requests`, which runs it over memory exactly as a
+//! The HTTP/1.1 request reader (kelson-http `server/h1/request.rs`) fed arbitrary bytes, through
+//! the hidden `kelson_http::server::__fuzz::read_requests`, which runs it over memory exactly as a
 //! connection runs it over a socket.
 //!
 //! Input: four control bytes (three read sizes and a body limit), then the bytes the client sent.
@@ -19,7 +19,7 @@
 use http::Version;
 use http::header::{CONNECTION, CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
 use libfuzzer_sys::fuzz_target;
-use mcp_http::server::__fuzz::{End, Read, read_requests};
+use kelson_http::server::__fuzz::{End, Read, read_requests};
 
 const LIMITS: [usize; 6] = [0, 1, 16, 64, 1024, 65536];
 

@@ -1,4 +1,4 @@
-//! The header value codec (mcp-http `codec.rs`: plain values and the base64 sentinel) and the
+//! The header value codec (kelson-http `codec.rs`: plain values and the base64 sentinel) and the
 //! server's `Mcp-Name` / `Mcp-Param-*` comparison against the body (`check/`).
 //!
 //! Input: bytes, read three ways: as a header value received (raw bytes), as a value to send
@@ -20,7 +20,7 @@ use std::sync::OnceLock;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 use libfuzzer_sys::fuzz_target;
-use mcp_http::{
+use kelson_http::{
     ParamHeader, check_param_headers, check_standard_headers, decode_value, encode_header_value,
     encode_value, name_header_value, param_header_values, param_headers,
 };
@@ -115,9 +115,9 @@ fuzz_target!(|data: &[u8]| {
     let kinds_match = decls().iter().all(|d| match d.lookup(&arguments) {
         None | Some(Value::Null) => true,
         Some(v) => match d.kind() {
-            mcp_http::ParamKind::String => v.is_string(),
-            mcp_http::ParamKind::Boolean => v.is_boolean(),
-            mcp_http::ParamKind::Integer => v.is_number(),
+            kelson_http::ParamKind::String => v.is_string(),
+            kelson_http::ParamKind::Boolean => v.is_boolean(),
+            kelson_http::ParamKind::Integer => v.is_number(),
         },
     });
     let checked = check_param_headers(decls(), Some(&arguments), &mirrored);

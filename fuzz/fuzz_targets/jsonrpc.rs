@@ -1,4 +1,4 @@
-//! The JSON-RPC envelope decoder (mcp-jsonrpc) and the server's request path (mcp-server's
+//! The JSON-RPC envelope decoder (kelson-jsonrpc) and the server's request path (kelson-server's
 //! `Server::handle`: prepare, precheck, dispatch) on a built server with a few tools, a resource, a
 //! template and a prompt.
 //!
@@ -17,10 +17,10 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use mcp_jsonrpc::{ErrorObject, Id, Message, RawValue, code};
-use mcp_server::transport::{Reply, RequestIo};
-use mcp_server::{HandlerError, RequestContext, Server, ToolResult, Uri};
-use mcp_types::{
+use kelson_jsonrpc::{ErrorObject, Id, Message, RawValue, code};
+use kelson_server::transport::{Reply, RequestIo};
+use kelson_server::{HandlerError, RequestContext, Server, ToolResult, Uri};
+use kelson_types::{
     CallToolResult, ContentBlock, ElicitRequestFormParams, GetPromptResult, JsonObject, Prompt,
     PromptArgument, PromptMessage, Resource, ResourceTemplate, Role, Tool,
 };
@@ -130,7 +130,7 @@ fn reference_id(value: &Value) -> Option<Id> {
 }
 
 fn check_decoder(data: &[u8]) {
-    let decoded = mcp_jsonrpc::decode(data);
+    let decoded = kelson_jsonrpc::decode(data);
     let is_json = std::str::from_utf8(data).is_ok()
         && serde_json::from_slice::<serde::de::IgnoredAny>(data).is_ok();
     let reference: Option<Value> = serde_json::from_slice(data).ok();
@@ -207,8 +207,8 @@ fn check_decoder(data: &[u8]) {
     match &message {
         Message::Request(r) => {
             let params = r.params.unwrap_or_else(|| empty_object());
-            mcp_jsonrpc::write_request(&mut out, &r.id, &r.method, params).expect("writes");
-            let Ok(Message::Request(again)) = mcp_jsonrpc::decode(&out) else {
+            kelson_jsonrpc::write_request(&mut out, &r.id, &r.method, params).expect("writes");
+            let Ok(Message::Request(again)) = kelson_jsonrpc::decode(&out) else {
                 panic!(
                     "a written request does not decode: {}",
                     String::from_utf8_lossy(&out)
@@ -220,8 +220,8 @@ fn check_decoder(data: &[u8]) {
         }
         Message::Notification(n) => {
             let params = n.params.unwrap_or_else(|| empty_object());
-            mcp_jsonrpc::write_notification(&mut out, &n.method, params).expect("writes");
-            let Ok(Message::Notification(again)) = mcp_jsonrpc::decode(&out) else {
+            kelson_jsonrpc::write_notification(&mut out, &n.method, params).expect("writes");
+            let Ok(Message::Notification(again)) = kelson_jsonrpc::decode(&out) else {
                 panic!("a written notification does not decode")
             };
             assert_eq!(again.method, n.method);
@@ -229,11 +229,11 @@ fn check_decoder(data: &[u8]) {
         }
         Message::Response(r) => {
             match (&r.id, &r.outcome) {
-                (Some(id), Ok(result)) => mcp_jsonrpc::write_result_raw(&mut out, id, result),
+                (Some(id), Ok(result)) => kelson_jsonrpc::write_result_raw(&mut out, id, result),
                 (None, Ok(_)) => unreachable!("a result response needs an id"),
-                (id, Err(error)) => mcp_jsonrpc::write_error(&mut out, id.as_ref(), error),
+                (id, Err(error)) => kelson_jsonrpc::write_error(&mut out, id.as_ref(), error),
             }
-            let Ok(Message::Response(again)) = mcp_jsonrpc::decode(&out) else {
+            let Ok(Message::Response(again)) = kelson_jsonrpc::decode(&out) else {
                 panic!(
                     "a written response does not decode: {}",
                     String::from_utf8_lossy(&out)
@@ -279,7 +279,7 @@ fn check_params(object: &JsonObject, params: Option<&RawValue>) {
 fn check_server(data: &[u8]) {
     let server = server();
     let reply = runtime().block_on(server.handle(data, RequestIo::plain(server)));
-    let expected = mcp_jsonrpc::decode(data);
+    let expected = kelson_jsonrpc::decode(data);
     match (expected, reply) {
         (Ok(Message::Notification(_) | Message::Response(_)), None) => {}
         (Ok(Message::Notification(_) | Message::Response(_)), Some(_)) => {
@@ -289,7 +289,7 @@ fn check_server(data: &[u8]) {
         (_, Some(Reply::Listen(_))) => {}
         (expected, Some(Reply::Message(m))) => {
             assert!(!m.body.contains(&b'\n'), "a reply is one line");
-            let Ok(Message::Response(response)) = mcp_jsonrpc::decode(&m.body) else {
+            let Ok(Message::Response(response)) = kelson_jsonrpc::decode(&m.body) else {
                 panic!(
                     "the reply is not a response: {}",
                     String::from_utf8_lossy(&m.body)

@@ -1,4 +1,4 @@
-//! Schema registration limits (mcp-server `schema.rs`, `compile_input`, the check every tool's
+//! Schema registration limits (kelson-server `schema.rs`, `compile_input`, the check every tool's
 //! `inputSchema` passes at registration) on arbitrary JSON, and validation with what compiled.
 //!
 //! Input: a JSON document, used as an `inputSchema`; an instance to validate is derived from it.
@@ -14,7 +14,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mcp_server::schema::{MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, compile_input};
+use kelson_server::schema::{MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, compile_input};
 use serde_json::{Value, json};
 
 /// (deepest nesting, node count, whether an external reference appears).

@@ -1,4 +1,4 @@
-//! The SSE parser (mcp-http `sse/parser.rs`) and, against it, the SSE writer.
+//! The SSE parser (kelson-http `sse/parser.rs`) and, against it, the SSE writer.
 //!
 //! Input: a limit selector and three chunk sizes, then the stream.
 //!
@@ -13,9 +13,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mcp_http::sse::{SseEvent, SseParser, write_comment, write_event, write_event_with_id};
+use kelson_http::sse::{SseEvent, SseParser, write_comment, write_event, write_event_with_id};
 
-const LIMITS: [usize; 5] = [1, 8, 64, 4096, mcp_http::sse::DEFAULT_MAX_EVENT_SIZE];
+const LIMITS: [usize; 5] = [1, 8, 64, 4096, kelson_http::sse::DEFAULT_MAX_EVENT_SIZE];
 
 #[derive(Debug, PartialEq)]
 struct Outcome {

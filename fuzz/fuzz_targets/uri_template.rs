@@ -1,5 +1,5 @@
-//! The RFC 6570 URI-template matcher (mcp-server `registry/template.rs`, public as
-//! `mcp_server::UriTemplate`): parse, match, and expand-then-match.
+//! The RFC 6570 URI-template matcher (kelson-server `registry/template.rs`, public as
+//! `kelson_server::UriTemplate`): parse, match, and expand-then-match.
 //!
 //! Input: UTF-8 lines: the template, a URI to match, then values for the template's variables
 //! in order.
@@ -23,7 +23,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use libfuzzer_sys::fuzz_target;
-use mcp_server::UriTemplate;
+use kelson_server::UriTemplate;
 
 /// The expressions of a template source, as (operator, names, whether their end is forced).
 fn expressions(source: &str) -> Vec<(char, Vec<&str>, bool)> {

@@ -1,4 +1,4 @@
-// A real OAuth 2.1 authorization server for mcp-auth's tests: oidc-provider (pinned in
+// A real OAuth 2.1 authorization server for kelson-auth's tests: oidc-provider (pinned in
 // peers/package.json) on a loopback port.
 //
 //   node oidc-as.mjs --keys FILE [--port N] [--sign KID] --resource URL [--resource URL ...]
@@ -16,9 +16,9 @@
 // its code, as a browser whose user approves would.
 //
 // Clients (client_secret_basic):
-//   mcp-client / mcp-client-secret   client_credentials, every scope below
+//   kelson-client / kelson-client-secret   client_credentials, every scope below
 //   mcp-other  / mcp-other-secret    client_credentials, the same scopes: a second principal
-//   mcp-rs     / mcp-rs-secret       the resource server itself, for introspection
+//   kelson     / kelson-secret       the resource server itself, for introspection
 //
 // Keys: FILE holds private RSA JWKs {"keys": [...]}; missing kids among --sign and "a" are
 // generated and saved, so a restart on the same port (same issuer) keeps them. The provider
@@ -73,14 +73,14 @@ await new Promise((resolve) => server.listen(opt.port, '127.0.0.1', resolve));
 const port = server.address().port;
 const issuer = `http://127.0.0.1:${port}`;
 
-// sample:read and sample:write are what `mcp serve` asks for its sample database by default,
+// sample:read and sample:write are what `kelson serve` asks for its sample database by default,
 // files:read for its file roots.
 const scopes = 'mcp:tools mcp:admin mcp:read sample:read sample:write files:read';
 const provider = new Provider(issuer, {
   clients: [
     {
-      client_id: 'mcp-client',
-      client_secret: 'mcp-client-secret',
+      client_id: 'kelson-client',
+      client_secret: 'kelson-client-secret',
       grant_types: ['client_credentials'],
       response_types: [],
       redirect_uris: [],
@@ -95,8 +95,8 @@ const provider = new Provider(issuer, {
       scope: scopes,
     },
     {
-      client_id: 'mcp-rs',
-      client_secret: 'mcp-rs-secret',
+      client_id: 'kelson',
+      client_secret: 'kelson-secret',
       grant_types: ['client_credentials'],
       response_types: [],
       redirect_uris: [],

@@ -1,5 +1,5 @@
-"""The official Python SDK client (`mcp`), pinned to 2026-07-28, against `mcp serve` behind an OAuth
-authorization server (mcp-auth), with a bearer token the caller obtained:
+"""The official Python SDK client (`mcp`), pinned to 2026-07-28, against `kelson serve` behind an OAuth
+authorization server (kelson-auth), with a bearer token the caller obtained:
 
     python py_auth_client.py URL TOKEN
 

@@ -1,4 +1,4 @@
-"""An MCP client written with the official Python SDK (`mcp` 2.x), for the interop tests of mcp-rs.
+"""An MCP client written with the official Python SDK (`mcp` 2.x), for the interop tests of kelson.
 
 It connects to a server of the interop profile (see README.md beside this file), PINNED to protocol
 revision 2026-07-28 (the SDK's default mode is `auto`), runs every step, and prints one JSON summary

@@ -1,5 +1,5 @@
 """An MCP client written with the official Python SDK (`mcp` 2.x), for the dual-era interop tests of
-mcp-rs: it runs against `mcp serve` with a writable SQLite database, in the handshake era
+kelson: it runs against `kelson serve` with a writable SQLite database, in the handshake era
 (`mode="legacy"`: `initialize`, no `server/discover` probe) or PINNED to 2026-07-28, driven by a plan
 given as JSON:
 

@@ -1,4 +1,4 @@
-"""An MCP server written with the official Python SDK (`mcp` 2.x), for the interop tests of mcp-rs.
+"""An MCP server written with the official Python SDK (`mcp` 2.x), for the interop tests of kelson.
 
 It serves the interop profile (see README.md beside this file) in the 2026-07-28 stateless mode:
 

@@ -1,5 +1,5 @@
 // The official TypeScript SDK v2 client (@modelcontextprotocol/client), pinned to 2026-07-28, against
-// `mcp serve` behind an OAuth authorization server (mcp-auth):
+// `kelson serve` behind an OAuth authorization server (kelson-auth):
 //
 //   node ts-auth-client.mjs URL token TOKEN
 //       with a bearer token the caller obtained (the SDK's minimal `authProvider: { token }`);

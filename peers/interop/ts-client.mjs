@@ -1,5 +1,5 @@
 // An MCP client written with the official TypeScript SDK v2 (@modelcontextprotocol/client), for the
-// interop tests of mcp-rs. It connects to a server of the interop profile (see README.md beside this
+// interop tests of kelson. It connects to a server of the interop profile (see README.md beside this
 // file), PINNED to protocol revision 2026-07-28, runs every step, and prints one JSON summary on
 // stdout (diagnostics go to stderr).
 //

@@ -1,6 +1,6 @@
 // An MCP client written with the official TypeScript SDK v2 (@modelcontextprotocol/client), PINNED to
 // protocol revision 2026-07-28 (or, with "pin": false in the plan, in the SDK's default mode, which
-// is the handshake era), for the dual-era interop tests of mcp-rs: it runs against `mcp serve` with a
+// is the handshake era), for the dual-era interop tests of kelson: it runs against `kelson serve` with a
 // writable SQLite database, driven by a plan given as JSON:
 //
 //   node ts-serve-client.mjs PLAN http URL

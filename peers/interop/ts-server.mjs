@@ -1,5 +1,5 @@
 // An MCP server written with the official TypeScript SDK v2 (@modelcontextprotocol/server and
-// @modelcontextprotocol/node), for the interop tests of mcp-rs. It serves the interop profile
+// @modelcontextprotocol/node), for the interop tests of kelson. It serves the interop profile
 // (see README.md beside this file) in the 2026-07-28 stateless mode.
 //
 //   node ts-server.mjs stdio              serve on stdin/stdout (serveStdio)

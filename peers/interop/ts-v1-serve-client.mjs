@@ -1,6 +1,6 @@
 // An MCP client written with the official TypeScript SDK v1 (@modelcontextprotocol/sdk 1.x), the one
-// most hosts embed, for the dual-era interop tests of mcp-rs. It speaks only the handshake era
-// (initialize, 2025-11-25) and runs against `mcp serve` with a writable SQLite database and a root
+// most hosts embed, for the dual-era interop tests of kelson. It speaks only the handshake era
+// (initialize, 2025-11-25) and runs against `kelson serve` with a writable SQLite database and a root
 // folder, driven by a plan given as JSON:
 //
 //   node ts-v1-serve-client.mjs PLAN http URL

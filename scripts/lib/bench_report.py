@@ -51,7 +51,7 @@ def errors(reports):
 
 def svg_chart(rows, path):
     """A grouped bar chart of throughput: one group per setting, one bar per server."""
-    colors = {"mcp-rs": "#d9480f", "rmcp": "#1c7ed6", "ceiling": "#868e96"}
+    colors = {"kelson": "#d9480f", "rmcp": "#1c7ed6", "ceiling": "#868e96"}
     groups = [(label, values) for label, values in rows]
     width, height = 760, 360
     left, bottom, top = 70, 60, 40
@@ -73,7 +73,7 @@ def svg_chart(rows, path):
         out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{value:,.0f}</text>')
     for g, (label, values) in enumerate(groups):
         x0 = left + g * group_w + bar_w / 2
-        for b, server in enumerate(["mcp-rs", "rmcp", "ceiling"]):
+        for b, server in enumerate(["kelson", "rmcp", "ceiling"]):
             if server not in values:
                 continue
             h = plot_h * values[server] / peak
@@ -87,11 +87,11 @@ def svg_chart(rows, path):
             f'<text x="{left + g * group_w + group_w / 2:.1f}" y="{top + plot_h + 18}" '
             f'text-anchor="middle">{label}</text>'
         )
-    for i, server in enumerate(["mcp-rs", "rmcp", "ceiling"]):
+    for i, server in enumerate(["kelson", "rmcp", "ceiling"]):
         x = left + i * 170
         y = height - 18
         out.append(f'<rect x="{x}" y="{y - 10}" width="12" height="12" fill="{colors[server]}"/>')
-        name = {"ceiling": "bare hyper (ceiling)", "rmcp": "rmcp 3.11", "mcp-rs": "mcp-rs"}[server]
+        name = {"ceiling": "bare hyper (ceiling)", "rmcp": "rmcp 3.11", "kelson": "kelson"}[server]
         out.append(f'<text x="{x + 18}" y="{y}">{name}</text>')
     out.append("</svg>")
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -128,7 +128,7 @@ def main():
         for setting in settings:
             values = {}
             row = {}
-            for server in ("mcp-rs", "rmcp", "ceiling"):
+            for server in ("kelson", "rmcp", "ceiling"):
                 reports = runs.get((kind, server, setting))
                 if not reports:
                     continue
@@ -150,9 +150,9 @@ def main():
     lines.append("")
     lines.append(
         "The same `echo` tool (one string argument, returned as text and as `structuredContent`) served by "
-        "mcp-rs (`echo-server`), by rmcp 3.11 (the official Rust SDK) in its stateless 2026-07-28 mode with "
+        "kelson (`echo-server`), by rmcp 3.11 (the official Rust SDK) in its stateless 2026-07-28 mode with "
         "JSON responses, and by a bare hyper server that reads the body and returns a fixed response (the "
-        "ceiling: it does no protocol work). Every server is driven by `mcp bench`, which checks every "
+        "ceiling: it does no protocol work). Every server is driven by `kelson bench`, which checks every "
         "answer (id, `resultType`, no error) and counts anything else as an error."
     )
     lines.append("")
@@ -173,7 +173,7 @@ def main():
     lines.append("| setting | server | req/s | p50 ms | p99 ms | errors |")
     lines.append("|---|---|---:|---:|---:|---:|")
     for label, row in table:
-        for server in ("mcp-rs", "rmcp", "ceiling"):
+        for server in ("kelson", "rmcp", "ceiling"):
             if server in row:
                 r = row[server]
                 lines.append(
@@ -181,10 +181,10 @@ def main():
                     f"{fmt_ms(r['p99'])} | {r['errors']} |"
                 )
     lines.append("")
-    lines.append("| setting | mcp-rs / rmcp (throughput) | mcp-rs / ceiling (throughput) | p99 mcp-rs vs rmcp |")
+    lines.append("| setting | kelson / rmcp (throughput) | kelson / ceiling (throughput) | p99 kelson vs rmcp |")
     lines.append("|---|---:|---:|---|")
     for label, row in table:
-        ours = row.get("mcp-rs")
+        ours = row.get("kelson")
         rmcp = row.get("rmcp")
         ceiling = row.get("ceiling")
         vs_rmcp = f"{ours['throughput'] / rmcp['throughput']:.2f}x" if ours and rmcp else "n/a"
@@ -197,7 +197,7 @@ def main():
     auth_rows = []
     for setting in (1, 16, 64):
         row = {}
-        for server in ("mcp-rs", "mcp-rs-auth", "rmcp", "rmcp-bearer"):
+        for server in ("kelson", "kelson-auth", "rmcp", "rmcp-bearer"):
             reports = runs.get(("auth", server, setting))
             if reports:
                 row[server] = {
@@ -211,9 +211,9 @@ def main():
         lines.append("## With a bearer token")
         lines.append("")
         lines.append(
-            "`tools/call` of the same `echo` tool with `Authorization: Bearer`. mcp-rs checks a real JWT "
+            "`tools/call` of the same `echo` tool with `Authorization: Bearer`. kelson checks a real JWT "
             "(RS256, issued by oidc-provider from `peers/` through the client-credentials grant with an RFC 8707 "
-            "resource indicator) with mcp-auth: signature against the authorization server's JWKS, issuer, "
+            "resource indicator) with kelson-auth: signature against the authorization server's JWKS, issuer, "
             "audience, expiry, scopes (`echo-server --auth-issuer URL --auth-resource URL`; the keys and "
             "each validated token are cached, so this is the steady state of a client reusing its token). "
             "rmcp ships no token validator; its authorization examples compare the header with a stored "
@@ -223,8 +223,8 @@ def main():
         )
         lines.append("")
         lines.append(
-            "| connections | mcp-rs req/s | mcp-rs + JWT req/s | with / without | rmcp req/s | "
-            "rmcp + fixed token req/s | with / without | mcp-rs + JWT / rmcp + token | p99 mcp-rs + JWT vs "
+            "| connections | kelson req/s | kelson + JWT req/s | with / without | rmcp req/s | "
+            "rmcp + fixed token req/s | with / without | kelson + JWT / rmcp + token | p99 kelson + JWT vs "
             "rmcp + token | errors |"
         )
         lines.append("|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
@@ -236,7 +236,7 @@ def main():
             return f"{r['throughput']:,.0f}" if r else "n/a"
 
         for setting, row in auth_rows:
-            ours, ours_auth = row.get("mcp-rs"), row.get("mcp-rs-auth")
+            ours, ours_auth = row.get("kelson"), row.get("kelson-auth")
             rmcp, rmcp_auth = row.get("rmcp"), row.get("rmcp-bearer")
             p99 = (f"{fmt_ms(ours_auth['p99'])} vs {fmt_ms(rmcp_auth['p99'])} ms"
                    if ours_auth and rmcp_auth else "n/a")
@@ -247,7 +247,7 @@ def main():
             )
         lines.append("")
         lines.append(
-            "The cost of the check itself, without HTTP: `cargo bench -p mcp-auth --bench validate` "
+            "The cost of the check itself, without HTTP: `cargo bench -p kelson-auth --bench validate` "
             "(a token seen before, and a token's first sight with RS256 and ES256 signatures)."
         )
         lines.append("")
@@ -255,7 +255,7 @@ def main():
     for mode in ("sessions", "stateless"):
         for setting in (16, 64):
             row = {}
-            for server in ("mcp-rs", "rmcp"):
+            for server in ("kelson", "rmcp"):
                 reports = runs.get((f"legacy-{mode}", server, setting))
                 if reports:
                     row[server] = {
@@ -269,18 +269,18 @@ def main():
         lines.append("## The handshake era")
         lines.append("")
         lines.append(
-            "`tools/call` of the same `echo` tool from 2025-11-25 clients: `mcp bench --era legacy` opens one "
+            "`tools/call` of the same `echo` tool from 2025-11-25 clients: `kelson bench --era legacy` opens one "
             "session per connection (`initialize`, `notifications/initialized`) before the clock starts, then "
-            "sends each request with its `Mcp-Session-Id` and `MCP-Protocol-Version`. mcp-rs serves both eras "
+            "sends each request with its `Mcp-Session-Id` and `MCP-Protocol-Version`. kelson serves both eras "
             "from one registration (`echo-server --http`, and `--legacy-stateless` for the sessionless mode); "
             "rmcp 3.11 with its in-process session manager (`legacy_session_mode: true`) and without sessions "
             "(`legacy_session_mode: false`), JSON responses in both."
         )
         lines.append("")
-        lines.append("| mode | connections | mcp-rs req/s | rmcp req/s | mcp-rs / rmcp | p99 mcp-rs vs rmcp | errors |")
+        lines.append("| mode | connections | kelson req/s | rmcp req/s | kelson / rmcp | p99 kelson vs rmcp | errors |")
         lines.append("|---|---:|---:|---:|---:|---|---:|")
         for mode, setting, row in legacy_rows:
-            ours, rmcp = row.get("mcp-rs"), row.get("rmcp")
+            ours, rmcp = row.get("kelson"), row.get("rmcp")
             ratio = f"{ours['throughput'] / rmcp['throughput']:.2f}x" if ours and rmcp else "n/a"
             p99 = f"{fmt_ms(ours['p99'])} vs {fmt_ms(rmcp['p99'])} ms" if ours and rmcp else "n/a"
             errs = sum(r["errors"] for r in row.values())
@@ -296,7 +296,7 @@ def main():
         waves = sess["waves"]
         lines.append(
             f"Memory of abandoned sessions (`scripts/bench-sessions --sessions {sess['sessions']:,} --waves "
-            f"{len(waves)}`, `mcp serve` on the sample): {sess['bytes_per_session']:,} B per session while open; "
+            f"{len(waves)}`, `kelson serve` on the sample): {sess['bytes_per_session']:,} B per session while open; "
             f"once they expire the memory goes back to the allocator and the next waves reuse it (RSS "
             f"{waves[0]['with_sessions_kib'] / 1024:.1f} MiB with the first wave open, "
             f"{waves[-1]['after_idle_kib'] / 1024:.1f} MiB after the last has expired; "
@@ -315,7 +315,7 @@ def main():
         lines.append(
             "Resident memory that idle `subscriptions/listen` streams add to `echo-server --http` (VmRSS "
             "after the streams are acknowledged minus VmRSS before, after a warm-up). Over HTTP/1.1 every "
-            "stream holds a connection of its own (served by mcp-rs's own HTTP/1.1 loop, which holds no "
+            "stream holds a connection of its own (served by kelson's own HTTP/1.1 loop, which holds no "
             "buffer while a connection waits); over h2c the streams share connections. Reproduce: "
             "`scripts/bench-listen-rss` and `scripts/bench-listen-rss --h2`."
         )
@@ -342,7 +342,7 @@ def main():
             lines.append("")
             lines.append("| server | connections | RSS added | per connection |")
             lines.append("|---|---:|---:|---:|")
-            for who, label in (("ours", "mcp-rs"), ("ceiling", "bare hyper")):
+            for who, label in (("ours", "kelson"), ("ceiling", "bare hyper")):
                 if who in idle:
                     r = idle[who]
                     lines.append(f"| {label} | {r['connections']:,} | {r['added_kib'] / 1024:.1f} MiB | "
@@ -352,8 +352,8 @@ def main():
     if os.path.isdir(micro_dir):
         lines.append("## Micro-benchmarks (criterion)")
         lines.append("")
-        lines.append("Reproduce: `cargo bench -p mcp-server --bench hot_path` and "
-                     "`cargo bench -p mcp-http --features server --bench service`.")
+        lines.append("Reproduce: `cargo bench -p kelson-server --bench hot_path` and "
+                     "`cargo bench -p kelson-http --features server --bench service`.")
         lines.append("")
         lines.append("| benchmark | what it measures | mean |")
         lines.append("|---|---|---:|")

@@ -1,5 +1,5 @@
 """The measuring half of scripts/compare-sql-servers: the SQL MCP servers users would pick instead
-(the archived official SQLite and PostgreSQL reference servers) next to `mcp serve`, on the same
+(the archived official SQLite and PostgreSQL reference servers) next to `kelson serve`, on the same
 fixture databases.
 
 Subcommands (the bash script calls them; each writes JSON into the run's folder):
@@ -7,7 +7,7 @@ Subcommands (the bash script calls them; each writes JSON into the run's folder)
   fixture-sqlite FILE              (re)creates the SQLite fixture file
   bypass  --servers JSON --out F   the bypass suite through each server's read tool
   cold    --servers JSON --runs N --out F   spawn to first tools/list and first query answer
-  bench   --out F -- MCP_BENCH_ARGV...      runs `mcp bench --json` and samples the server's memory
+  bench   --out F -- KELSON_BENCH_ARGV...      runs `kelson bench --json` and samples the server's memory
   report  OUT_DIR BENCHMARKS_MD META_JSON   writes the "## SQL servers compared" section
 
 The servers are spoken to over stdio with the handshake era (`initialize`, then
@@ -556,7 +556,7 @@ def descendants(pid):
 
 
 def cmd_bench(args):
-    """Runs `mcp bench ... --json` (its stdout into --out) and records the server's memory."""
+    """Runs `kelson bench ... --json` (its stdout into --out) and records the server's memory."""
     argv = args.argv[1:] if args.argv and args.argv[0] == "--" else args.argv
     with open(args.out, "w") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE, text=True)
@@ -567,7 +567,7 @@ def cmd_bench(args):
             if time.monotonic() > deadline:
                 proc.kill()
                 proc.wait()
-                raise SystemExit(f"mcp bench did not finish within {args.timeout} s: {' '.join(argv)}")
+                raise SystemExit(f"kelson bench did not finish within {args.timeout} s: {' '.join(argv)}")
             for child in descendants(proc.pid):
                 status = read_status(child)
                 if status:
@@ -577,7 +577,7 @@ def cmd_bench(args):
         stderr = proc.stderr.read()
     if proc.returncode != 0:
         sys.stderr.write(stderr[-3000:])
-        raise SystemExit(f"mcp bench failed with exit code {proc.returncode}")
+        raise SystemExit(f"kelson bench failed with exit code {proc.returncode}")
     with open(args.out) as f:
         report = json.load(f)
     report["server_memory"] = {"vmhwm_kib": peak_hwm, "vmrss_kib": last_rss}
@@ -654,7 +654,7 @@ def report_notes(bypass, meta, runs=None):
     if ours:
         changed = [f"{n}: {cid}" for n in ours for cid, r in bypass[n].items() if r.get("bypassed")]
         notes.append(
-            "`mcp serve` runs exactly one statement per call, prepared, in a read-only transaction that is rolled "
+            "`kelson serve` runs exactly one statement per call, prepared, in a read-only transaction that is rolled "
             "back (PostgreSQL) or on a read-only connection with an authorizer that allows only reads (SQLite), "
             "and cuts every answer at 1,000 rows, 512 KiB and 10 s by default (`--max-rows`, `--max-bytes`, "
             "`--query-timeout`)"
@@ -668,17 +668,17 @@ def report_notes(bypass, meta, runs=None):
               and tput("mcp-serve-postgres", setting) < tput("server-postgres", setting)]
     if slower:
         notes.append(
-            "On PostgreSQL, server-postgres answers more queries per second than `mcp serve` ("
+            "On PostgreSQL, server-postgres answers more queries per second than `kelson serve` ("
             + ", ".join(f"{tput('server-postgres', s):,.0f} against {tput('mcp-serve-postgres', s):,.0f} "
                         f"with {s[2:]} in flight" for s in slower)
             + "). What a call costs differs: server-postgres sends `BEGIN TRANSACTION READ ONLY` and the "
-            "text, answers, and sends `ROLLBACK` after the answer, on a pool of 10 connections; `mcp serve` "
+            "text, answers, and sends `ROLLBACK` after the answer, on a pool of 10 connections; `kelson serve` "
             "starts the read-only transaction, sets its time limits, prepares the statement, fetches through "
             "a portal at most the row limit, rolls back and resets the session state before the connection "
             "serves again, on a pool of 4 (`connections`): more round trips to the database per call, the "
             "cost of the isolation and the limits above.")
     notes.append(
-        "Cold start: server-postgres connects to the database only at the first call, while `mcp serve` "
+        "Cold start: server-postgres connects to the database only at the first call, while `kelson serve` "
         "connects and checks the role's privileges before it answers `initialize`; \"start to first query\" "
         "compares the same work. The memory figures are the server process's own (VmRSS, VmHWM); the "
         "PostgreSQL backends are not counted for anyone.")
@@ -702,7 +702,7 @@ def cmd_report(args):
     L.append(SECTION)
     L.append("")
     L.append(
-        "`mcp serve` next to the SQL MCP servers users would pick instead, on the same databases: the archived "
+        "`kelson serve` next to the SQL MCP servers users would pick instead, on the same databases: the archived "
         "official reference servers, " + ", ".join(meta["versions"]) + ". A fixture table `accounts` "
         f"({ROWS:,} rows) in an SQLite file and in a fresh PostgreSQL database; the PostgreSQL servers "
         "connect as the same ordinary application role, which owns the table (it can write: what the "
@@ -770,9 +770,9 @@ def cmd_report(args):
     L.append("### Throughput, cold start, memory")
     L.append("")
     L.append(
-        f"`mcp bench --stdio SERVER --era legacy` calls the read tool with `{meta['bench_sql']}` (one row), "
+        f"`kelson bench --stdio SERVER --era legacy` calls the read tool with `{meta['bench_sql']}` (one row), "
         "checking every answer, with 1 and with 16 requests in flight"
-        + (" (and `mcp serve --http` with 16 connections)" if any(k[1].startswith("http") for k in runs) else "")
+        + (" (and `kelson serve --http` with 16 connections)" if any(k[1].startswith("http") for k in runs) else "")
         + ". Cold start: from spawning the server to the answer to `tools/list` (after `initialize`), and "
         "to the first query's answer; RSS idle is the server's VmRSS after that first query. Peak RSS: "
         "the server's VmHWM over the throughput runs.")
@@ -810,7 +810,7 @@ def cmd_report(args):
         reports = runs[(n, setting)]
         conns = setting[4:]
         L.append("")
-        L.append(f"Over HTTP ({label.get(n, n)} with `--http`, `mcp bench --url ... --era legacy -c {conns}`): "
+        L.append(f"Over HTTP ({label.get(n, n)} with `--http`, `kelson bench --url ... --era legacy -c {conns}`): "
                  f"{median_of(reports, lambda r: r['throughput']):,.0f} req/s, p50 "
                  f"{median_of(reports, lambda r: r['latency_us']['p50']) / 1000:.2f} ms, p99 "
                  f"{median_of(reports, lambda r: r['latency_us']['p99']) / 1000:.2f} ms, "

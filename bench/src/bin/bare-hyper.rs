@@ -15,7 +15,7 @@ use hyper_util::rt::TokioIo;
 const HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
 const TAIL: &[u8] = br#","result":{"resultType":"complete","content":[{"type":"text","text":"hello"}],"structuredContent":{"text":"hello"}}}"#;
 
-/// The digits after the last `"id":` in the body (`mcp bench` writes the id last).
+/// The digits after the last `"id":` in the body (`kelson bench` writes the id last).
 fn id_of(body: &[u8]) -> &[u8] {
     let key = br#""id":"#;
     let Some(at) = body.windows(key.len()).rposition(|w| w == key) else {

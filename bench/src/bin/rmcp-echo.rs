@@ -65,7 +65,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 config,
             );
             let router = axum::Router::new().nest_service("/mcp", service);
-            // TCP_NODELAY, as mcp-rs and mcp bench set it: a response written in more than one
+            // TCP_NODELAY, as kelson and kelson bench set it: a response written in more than one
             // piece (an SSE event, then the end of the body) would otherwise wait for the
             // client's delayed acknowledgement.
             let listener = tokio::net::TcpListener::bind(addr).await?.tap_io(|tcp| {
@@ -119,7 +119,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 config,
             );
             let router = axum::Router::new().nest_service("/mcp", service);
-            // TCP_NODELAY, as mcp-rs and mcp bench set it: a response written in more than one
+            // TCP_NODELAY, as kelson and kelson bench set it: a response written in more than one
             // piece (an SSE event, then the end of the body) would otherwise wait for the
             // client's delayed acknowledgement.
             let listener = tokio::net::TcpListener::bind(addr).await?.tap_io(|tcp| {

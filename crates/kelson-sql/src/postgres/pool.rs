@@ -1,0 +1,204 @@
+//! A small pool of PostgreSQL connections, each used by one call at a time.
+//!
+//! A call runs a transaction, so it needs a connection of its own for its whole length. A
+//! connection goes back to the pool only when the call ended cleanly; one whose call was cancelled,
+//! timed out, failed outside SQL, or was abandoned mid-flight is closed instead, so a late cancel
+//! request or a half-read result can never reach the next call.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
+use tokio_postgres::{CancelToken, Client, Config};
+
+use super::tls::PgTls;
+
+use crate::database::PoolStats;
+
+struct Shared {
+    config: Config,
+    tls: PgTls,
+    idle: Mutex<Vec<Client>>,
+    permits: Arc<Semaphore>,
+    size: usize,
+    /// Calls waiting for a connection now.
+    waiting: AtomicUsize,
+}
+
+/// Why no connection was lent.
+pub(crate) enum GetError {
+    /// Every connection stayed in use for the whole wait.
+    Busy { connections: usize },
+    /// A new connection could not be opened.
+    Connect(tokio_postgres::Error),
+}
+
+#[derive(Clone)]
+pub(crate) struct PgPool {
+    shared: Arc<Shared>,
+}
+
+/// A connection lent to one call.
+pub(crate) struct PgConn {
+    client: Option<Client>,
+    shared: Arc<Shared>,
+    _permit: OwnedSemaphorePermit,
+    /// Set once the call ended in a state the next call may start from.
+    reusable: bool,
+    /// While a statement runs: the token to cancel it with should the call be dropped.
+    busy: Option<CancelToken>,
+}
+
+impl PgConn {
+    pub(crate) fn client(&mut self) -> &mut Client {
+        self.client
+            .as_mut()
+            .expect("a lent connection holds its client")
+    }
+
+    /// Marks a statement as running, so that dropping the call cancels it on the server.
+    pub(crate) fn start(&mut self) {
+        self.busy = Some(self.client().cancel_token());
+    }
+
+    /// Gives the connection up: it closes instead of rejoining the pool, and no further cancel
+    /// request is sent for it.
+    pub(crate) fn abandon(mut self) {
+        self.busy = None;
+        self.reusable = false;
+    }
+
+    /// Marks the call as finished cleanly: the connection may serve the next call.
+    pub(crate) fn finish(&mut self) {
+        self.busy = None;
+        self.reusable = true;
+    }
+}
+
+impl Drop for PgConn {
+    fn drop(&mut self) {
+        if let Some(token) = self.busy.take() {
+            // The call was dropped mid-statement (the stdio transport drops a cancelled request's
+            // future): ask the server to stop it rather than let it run on unobserved.
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                let tls = self.shared.tls.clone();
+                runtime.spawn(async move {
+                    let _ = token.cancel_query(tls).await;
+                });
+            }
+        }
+        if let Some(client) = self.client.take()
+            && self.reusable
+            && !client.is_closed()
+        {
+            self.shared.idle.lock().expect("pool lock").push(client);
+        }
+        // Otherwise the client drops here and its connection task ends.
+    }
+}
+
+impl PgPool {
+    pub(crate) fn new(
+        mut config: Config,
+        tls: PgTls,
+        size: usize,
+        connect_timeout: Duration,
+    ) -> PgPool {
+        config.application_name("kelson-sql");
+        config.connect_timeout(connect_timeout);
+        let size = size.max(1);
+        PgPool {
+            shared: Arc::new(Shared {
+                config,
+                tls,
+                idle: Mutex::new(Vec::new()),
+                permits: Arc::new(Semaphore::new(size)),
+                size,
+                waiting: AtomicUsize::new(0),
+            }),
+        }
+    }
+
+    /// The TLS connector, for cancel requests (which open a connection of their own).
+    pub(crate) fn tls(&self) -> &PgTls {
+        &self.shared.tls
+    }
+
+    /// `error` (from this pool's connections) in words, with the address it was about.
+    pub(crate) fn describe(&self, error: &tokio_postgres::Error) -> String {
+        super::errors::describe(error, &self.shared.config)
+    }
+
+    /// A setup error for the database `database`, from this pool's `error`.
+    pub(crate) fn setup_error(
+        &self,
+        database: &str,
+        error: tokio_postgres::Error,
+    ) -> crate::error::SqlError {
+        super::errors::setup_error(database, Some(&self.shared.config), error)
+    }
+
+    /// The pool's state now: its size, the connections lent and the calls waiting for one.
+    pub(crate) fn stats(&self, pool: &'static str) -> PoolStats {
+        let shared = &self.shared;
+        PoolStats {
+            pool,
+            size: shared.size,
+            in_use: shared
+                .size
+                .saturating_sub(shared.permits.available_permits()),
+            waiting: shared.waiting.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Opens a new connection and drives it on its own task.
+    async fn connect(&self) -> Result<Client, tokio_postgres::Error> {
+        let (client, connection) = self.shared.config.connect(self.shared.tls.clone()).await?;
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "a PostgreSQL connection ended with an error");
+            }
+        });
+        Ok(client)
+    }
+
+    /// Lends a connection: an idle one, or a new one while the pool is below its size. Waits at
+    /// most `wait` for a call to give one back; opening a new one is not part of the wait.
+    pub(crate) async fn get(&self, wait: Duration) -> Result<PgConn, GetError> {
+        let permits = &self.shared.permits;
+        let permit = match permits.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(TryAcquireError::Closed) => unreachable!("the pool's semaphore is never closed"),
+            Err(TryAcquireError::NoPermits) => {
+                let _waiting = crate::engine::Waiting::new(&self.shared.waiting);
+                match tokio::time::timeout(wait, permits.clone().acquire_owned()).await {
+                    Ok(permit) => permit.expect("the pool's semaphore is never closed"),
+                    Err(_) => {
+                        return Err(GetError::Busy {
+                            connections: self.shared.size,
+                        });
+                    }
+                }
+            }
+        };
+        let idle = loop {
+            let next = self.shared.idle.lock().expect("pool lock").pop();
+            match next {
+                Some(c) if c.is_closed() => continue,
+                other => break other,
+            }
+        };
+        let client = match idle {
+            Some(c) => c,
+            None => self.connect().await.map_err(GetError::Connect)?,
+        };
+        Ok(PgConn {
+            client: Some(client),
+            shared: self.shared.clone(),
+            _permit: permit,
+            reusable: false,
+            busy: None,
+        })
+    }
+}

@@ -1,9 +1,0 @@
-use mcp_macros::tool;
-
-/// Returns a number, which is not a tool result.
-#[tool]
-async fn answer() -> i32 {
-    42
-}
-
-fn main() {}

@@ -1,9 +1,0 @@
-use mcp_macros::tool;
-
-/// Echoes.
-#[tool(readonly)]
-async fn echo(text: String) -> String {
-    text
-}
-
-fn main() {}
