@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::completion::{CompleteRequestParams, CompleteResult};
 use crate::discover::DiscoverResult;
 use crate::meta::{NotificationParams, PaginatedRequestParams, RequestParams};
-use crate::method::{Method, NotificationMethod};
+use crate::method::{NotificationMethod, RequestMethod};
 use crate::mrtr::ResultOrInputRequired;
 use crate::notifications::{
     CancelledNotificationParams, LoggingMessageNotificationParams, ProgressNotificationParams,
@@ -60,12 +60,12 @@ impl<P> JsonRpcRequest<P> {
     }
 
     /// A request for the method `M`, whose name is filled in.
-    pub fn for_method<M: Method<Params = P>>(id: impl Into<Id>, params: P) -> Self {
+    pub fn for_method<M: RequestMethod<Params = P>>(id: impl Into<Id>, params: P) -> Self {
         Self::new(id, M::NAME, params)
     }
 
     /// True when this request calls the method `M`.
-    pub fn is<M: Method>(&self) -> bool {
+    pub fn is<M: RequestMethod>(&self) -> bool {
         self.method == M::NAME
     }
 }

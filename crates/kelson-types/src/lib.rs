@@ -13,7 +13,8 @@
 //!   it ([`RequestMeta::missing_key`]).
 //! - Embedded input requests ([`InputRequest`]) and their answers ([`InputResponse`]) are told apart
 //!   by method or by keys, never by trial and error.
-//! - The [`Method`] and [`NotificationMethod`] traits tie each method name to its types.
+//! - A message's method is a [`Method`], parsed once from its name and matched on; the
+//!   [`RequestMethod`] and [`NotificationMethod`] traits tie each method to its types.
 //!
 //! ```
 //! use kelson_types::{
@@ -133,7 +134,7 @@ pub use meta::{
     LATEST_PROTOCOL_VERSION, NotificationMeta, NotificationParams, PaginatedRequestParams,
     ProgressToken, RequestMeta, RequestParams, ResultMeta, meta_keys,
 };
-pub use method::{Method, NotificationMethod, method_names, methods};
+pub use method::{Method, NotificationMethod, RequestMethod, method_names, methods};
 pub use mrtr::{
     CreateMessageRequest, ElicitRequest, InputRequest, InputRequests, InputRequiredResult,
     InputResponse, InputResponses, ListRootsRequest, ResultOrInputRequired,

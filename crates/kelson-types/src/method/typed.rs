@@ -1,4 +1,4 @@
-//! Method names, and the traits that tie a method to its parameter and result types.
+//! The traits that tie a method to its parameter and result types, and one unit struct per method.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -21,105 +21,14 @@ use crate::subscriptions::{
 };
 use crate::tools::{CallToolRequestParams, CallToolResult, ListToolsResult};
 
-/// Every method string of MCP 2026-07-28, plus the removed ones a server must still recognise to
-/// refuse them properly.
-pub mod method_names {
-    /// Client request: what the server supports. Every server MUST implement it.
-    pub const SERVER_DISCOVER: &str = "server/discover";
-    /// Client request: list tools.
-    pub const TOOLS_LIST: &str = "tools/list";
-    /// Client request: call a tool.
-    pub const TOOLS_CALL: &str = "tools/call";
-    /// Client request: list resources.
-    pub const RESOURCES_LIST: &str = "resources/list";
-    /// Client request: list resource templates.
-    pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
-    /// Client request: read a resource.
-    pub const RESOURCES_READ: &str = "resources/read";
-    /// Client request: list prompts.
-    pub const PROMPTS_LIST: &str = "prompts/list";
-    /// Client request: get a prompt.
-    pub const PROMPTS_GET: &str = "prompts/get";
-    /// Client request: complete an argument.
-    pub const COMPLETION_COMPLETE: &str = "completion/complete";
-    /// Client request: open a notification stream.
-    pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
-
-    /// Embedded input request: ask the user.
-    pub const ELICITATION_CREATE: &str = "elicitation/create";
-    /// Embedded input request: ask the client's model (deprecated).
-    pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
-    /// Embedded input request: ask for the client's roots (deprecated).
-    pub const ROOTS_LIST: &str = "roots/list";
-
-    /// Notification: progress of a request.
-    pub const NOTIFICATIONS_PROGRESS: &str = "notifications/progress";
-    /// Notification: a log message (deprecated).
-    pub const NOTIFICATIONS_MESSAGE: &str = "notifications/message";
-    /// Notification: cancel a request, or end a listen stream.
-    pub const NOTIFICATIONS_CANCELLED: &str = "notifications/cancelled";
-    /// Notification: the first message of a listen stream.
-    pub const NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED: &str =
-        "notifications/subscriptions/acknowledged";
-    /// Notification: the tool list changed.
-    pub const NOTIFICATIONS_TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
-    /// Notification: the prompt list changed.
-    pub const NOTIFICATIONS_PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
-    /// Notification: the resource list changed.
-    pub const NOTIFICATIONS_RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
-    /// Notification: a subscribed resource changed.
-    pub const NOTIFICATIONS_RESOURCES_UPDATED: &str = "notifications/resources/updated";
-
-    /// Removed: the 2025-11-25 handshake request.
-    pub const INITIALIZE: &str = "initialize";
-    /// Removed: liveness check.
-    pub const PING: &str = "ping";
-    /// Removed: session log level (now `_meta["io.modelcontextprotocol/logLevel"]` per request).
-    pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
-    /// Removed: resource subscription (now `subscriptions/listen`).
-    pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
-    /// Removed: resource unsubscription (now closing the listen stream).
-    pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
-    /// Removed: the 2025-11-25 handshake notification.
-    pub const NOTIFICATIONS_INITIALIZED: &str = "notifications/initialized";
-    /// Removed: roots list changes.
-    pub const NOTIFICATIONS_ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
-    /// Removed: URL elicitation completion.
-    pub const NOTIFICATIONS_ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
-
-    /// Every request a 2026-07-28 client may send (`ClientRequest`).
-    pub const REQUESTS: &[&str] = &[
-        SERVER_DISCOVER,
-        TOOLS_LIST,
-        TOOLS_CALL,
-        RESOURCES_LIST,
-        RESOURCES_TEMPLATES_LIST,
-        RESOURCES_READ,
-        PROMPTS_LIST,
-        PROMPTS_GET,
-        COMPLETION_COMPLETE,
-        SUBSCRIPTIONS_LISTEN,
-    ];
-
-    /// Requests removed in 2026-07-28. spec 2026-07-28 (changelog): a modern-only server answers them
-    /// with -32601 Method not found.
-    pub const REMOVED_REQUESTS: &[&str] = &[
-        INITIALIZE,
-        PING,
-        LOGGING_SET_LEVEL,
-        RESOURCES_SUBSCRIBE,
-        RESOURCES_UNSUBSCRIBE,
-    ];
-
-    /// The methods that may answer with an `InputRequiredResult`.
-    pub const INPUT_REQUIRED_ALLOWED: &[&str] = &[TOOLS_CALL, RESOURCES_READ, PROMPTS_GET];
-}
+use super::method_names;
 
 /// A client-to-server request method: its name, its parameters and its result.
 ///
-/// A router decodes the envelope, matches `method` against [`Method::NAME`], then decodes the params
-/// as [`Method::Params`]; a client does the reverse.
-pub trait Method {
+/// A router decodes the envelope, matches `method` against [`RequestMethod::NAME`], then decodes the
+/// params as [`RequestMethod::Params`]; a client does the reverse. The method as a value, parsed
+/// from a message, is a [`Method`](super::Method).
+pub trait RequestMethod {
     /// The method string.
     const NAME: &'static str;
     /// The `params` type.
@@ -137,7 +46,7 @@ pub trait NotificationMethod {
     type Params: Serialize + DeserializeOwned;
 }
 
-/// Declares unit structs implementing [`Method`].
+/// Declares unit structs implementing [`RequestMethod`].
 macro_rules! methods {
     ($( $(#[$attr:meta])* $name:ident = $method:path, $params:ty => $result:ty; )*) => {
         $(
@@ -145,7 +54,7 @@ macro_rules! methods {
             #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
             pub struct $name;
 
-            impl Method for $name {
+            impl RequestMethod for $name {
                 const NAME: &'static str = $method;
                 type Params = $params;
                 type Result = $result;
@@ -170,7 +79,7 @@ macro_rules! notification_methods {
     };
 }
 
-/// One unit struct per method, implementing [`Method`] or [`NotificationMethod`].
+/// One unit struct per method, implementing [`RequestMethod`] or [`NotificationMethod`].
 pub mod methods {
     use super::*;
 
@@ -222,7 +131,7 @@ mod tests {
     use super::methods::*;
     use super::*;
 
-    fn name<M: Method>() -> &'static str {
+    fn name<M: RequestMethod>() -> &'static str {
         M::NAME
     }
 
