@@ -41,7 +41,7 @@ use super::h1::RequestBody;
 use super::memory::{self, Held, OverMemory};
 use super::stop::{Stop, Watched};
 use super::timer::{Deadline, now_ms};
-use super::{BoxError, McpBody};
+use crate::server::endpoint::{BoxError, McpBody};
 
 /// The largest DATA frame handed to hyper: HTTP/2's default frame size.
 const FRAME: usize = 16 * 1024;
@@ -171,7 +171,7 @@ fn counted(
     let (response, held) =
         match memory::hold(stats, usize::try_from(len).unwrap_or(usize::MAX), limit) {
             Ok(held) => (response, held),
-            Err(OverMemory) => (super::over_memory(), None),
+            Err(OverMemory) => (memory::over_memory(), None),
         };
     response.map(|body| Counted {
         body,

@@ -15,6 +15,9 @@ use tokio_util::sync::DropGuard;
 
 use crate::sse;
 
+/// The error type HTTP bodies are boxed into.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 /// What the dispatch task of a streamed request sends to its body.
 #[derive(Debug)]
 pub(crate) enum Event {

@@ -40,7 +40,7 @@ pub(super) async fn write(
         match memory::hold(&out.stats, bytes.len(), out.response_memory) {
             Ok(h) => held = h,
             Err(OverMemory) => {
-                let (parts, over) = super::super::over_memory().into_parts();
+                let (parts, over) = memory::over_memory().into_parts();
                 body = over.into_full();
                 refused = Some(parts);
             }

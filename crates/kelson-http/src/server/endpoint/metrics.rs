@@ -1,6 +1,6 @@
 //! `GET /metrics`: the server's [`Metrics`] in the Prometheus text format, on the MCP listener
 //! ([`HttpConfig::metrics_path`](super::HttpConfig::metrics_path)) or on an address of its own
-//! ([`MetricsService`], [`serve_metrics`](super::serve_metrics)).
+//! ([`MetricsService`], [`serve_metrics`](crate::server::serve_metrics)).
 //!
 //! Either way the Host/Origin policy applies: metrics say what a server does and how busy it is,
 //! and a DNS-rebinding page must not read them from a loopback server any more than it may call
@@ -78,7 +78,7 @@ fn text(status: StatusCode, body: String) -> Response<McpBody> {
 /// It answers `GET` and `HEAD` on its path (`/metrics` unless changed) and 404 elsewhere, behind
 /// its own Host/Origin policy.
 ///
-/// [`serve_metrics`]: super::serve_metrics
+/// [`serve_metrics`]: crate::server::serve_metrics
 #[derive(Clone, Debug)]
 pub struct MetricsService {
     inner: Arc<Shared>,

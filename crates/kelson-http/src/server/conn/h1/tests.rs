@@ -9,9 +9,9 @@ use tokio::net::{TcpListener, TcpStream};
 
 use kelson_server::observe::{CloseReason, ConnectionStats};
 
-use super::super::body::Event;
 use super::super::stop::Watched;
 use super::*;
+use crate::server::endpoint::Event;
 
 const SETTINGS: Settings = Settings {
     max_body: 64,

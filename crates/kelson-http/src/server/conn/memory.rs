@@ -3,16 +3,18 @@
 //! A response is in memory whole before it is written (a JSON body) and stays there until the
 //! client has read it: a client that asks for a large resource and never reads keeps it for as
 //! long as the write timeout allows. So a body larger than [`LARGE`] holds its size from a
-//! budget ([`HttpConfig::response_memory`](super::HttpConfig::response_memory)) while it is
+//! budget ([`HttpConfig::response_memory`](crate::server::HttpConfig::response_memory)) while it is
 //! written; when the budget is in use the client gets 503 instead, and the body is freed at once.
 //! Smaller bodies, the usual case, are written without touching the budget: they fit the kernel's
 //! socket buffer, and the connection cap bounds how many there can be.
 
 use std::sync::Arc;
 
+use http::{HeaderValue, Response, StatusCode};
 use kelson_server::observe::ConnectionStats;
 
 use super::throttle::{Throttle, throttled_warn};
+use crate::server::endpoint::{McpBody, http_error};
 
 /// Bodies larger than this hold memory from the budget.
 pub(crate) const LARGE: usize = 64 * 1024;
@@ -57,6 +59,18 @@ pub(crate) fn hold(
          reading theirs"
     );
     Err(OverMemory)
+}
+
+/// The answer instead of a large response when the listener's response memory is in use.
+pub(crate) fn over_memory() -> Response<McpBody> {
+    let mut response = http_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the server holds as many large responses as it may while clients read them; try again shortly",
+    );
+    response
+        .headers_mut()
+        .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
 }
 
 #[cfg(test)]

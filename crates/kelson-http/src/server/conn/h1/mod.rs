@@ -47,7 +47,7 @@ use kelson_server::observe::{CloseReason, ConnectionStats};
 use super::io::{Conn, Peer};
 use super::stop::Stop;
 use super::timer::Deadline;
-use super::{BoxError, McpBody};
+use crate::server::endpoint::{BoxError, McpBody};
 
 #[doc(hidden)]
 pub mod fuzz;
@@ -207,7 +207,7 @@ where
                 if status == StatusCode::REQUEST_TIMEOUT {
                     out.stats.closed(CloseReason::ReadTimeout);
                 }
-                let response = super::http_error(status, why);
+                let response = crate::server::endpoint::http_error(status, why);
                 let (parts, body) = response.into_parts();
                 response::write(&mut io, &mut out, &parts, body, true, false, false).await?;
                 return shut_lingering(&mut io).await;

@@ -22,7 +22,7 @@ use super::h1::{self, RequestBody};
 use super::h2;
 use super::stop::{Stop, Watched};
 use super::throttle::{Throttle, throttled_warn};
-use super::{ClientAddr, McpBody, McpService, MetricsService};
+use crate::server::endpoint::{ClientAddr, McpBody, McpService, MetricsService};
 
 /// How long a metrics listener lets scrapes in progress finish after shutdown begins.
 const METRICS_DRAIN: Duration = Duration::from_secs(2);
@@ -55,7 +55,7 @@ pub async fn serve(listener: TcpListener, service: McpService) -> Result<(), Ser
 /// returns once every connection is closed: those still busy after the drain time are cut off,
 /// which cancels their requests.
 ///
-/// The connections are bounded by the [`HttpConfig`](super::HttpConfig) timeouts and limits, and
+/// The connections are bounded by the [`HttpConfig`](crate::server::HttpConfig) timeouts and limits, and
 /// counted in the server's [`Metrics`](kelson_server::Metrics), if it has them.
 pub async fn serve_with_shutdown(
     listener: TcpListener,
@@ -70,7 +70,7 @@ pub async fn serve_with_shutdown(
 pub async fn serve_tls(
     listener: TcpListener,
     service: McpService,
-    tls: super::ServerTls,
+    tls: super::tls::ServerTls,
 ) -> Result<(), ServeError> {
     serve_tls_with_shutdown(listener, service, tls, shutdown_signal()).await
 }
@@ -79,22 +79,22 @@ pub async fn serve_tls(
 /// [`serve_with_shutdown`] does over cleartext.
 ///
 /// Each connection's TLS handshake runs in its own task: it must begin within the first-bytes
-/// timeout and end within [`ServerTls::handshake_timeout`](super::ServerTls::handshake_timeout),
+/// timeout and end within [`ServerTls::handshake_timeout`](super::tls::ServerTls::handshake_timeout),
 /// and counts toward the connection cap meanwhile. ALPN `h2` is served HTTP/2, anything else
 /// HTTP/1.1. A client that sends cleartext HTTP to this port gets a 400 that says so. Keep a clone
-/// of `tls` to [`reload`](super::ServerTls::reload) the certificate while serving.
+/// of `tls` to [`reload`](super::tls::ServerTls::reload) the certificate while serving.
 #[cfg(feature = "tls")]
 pub async fn serve_tls_with_shutdown(
     listener: TcpListener,
     service: McpService,
-    tls: super::ServerTls,
+    tls: super::tls::ServerTls,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
     serve_mcp(listener, service, Some(tls_side(&tls)), shutdown).await
 }
 
 #[cfg(feature = "tls")]
-fn tls_side(tls: &super::ServerTls) -> TlsSide {
+fn tls_side(tls: &super::tls::ServerTls) -> TlsSide {
     TlsSide {
         acceptor: tls.acceptor(),
         timeout: tls.timeout(),
@@ -151,7 +151,7 @@ pub async fn serve_tls_wrapped_with_shutdown<S>(
     listener: TcpListener,
     service: McpService,
     wrap: impl FnOnce(McpService) -> S,
-    tls: super::ServerTls,
+    tls: super::tls::ServerTls,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError>
 where
@@ -263,7 +263,7 @@ impl std::fmt::Debug for IncomingBody {
 
 impl http_body::Body for IncomingBody {
     type Data = bytes::Bytes;
-    type Error = super::BoxError;
+    type Error = crate::server::BoxError;
 
     fn poll_frame(
         self: Pin<&mut Self>,
@@ -287,7 +287,7 @@ pub async fn serve_metrics(
     service: MetricsService,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
-    let defaults = super::HttpConfig::default();
+    let defaults = crate::server::HttpConfig::default();
     let limits = Limits {
         drain: METRICS_DRAIN,
         first_bytes: METRICS_FIRST_BYTES,
@@ -340,9 +340,9 @@ struct Limits {
     max_header: usize,
 }
 
-/// The default of [`HttpConfig::max_connections`](super::HttpConfig::max_connections): the limit
+/// The default of [`HttpConfig::max_connections`](crate::server::HttpConfig::max_connections): the limit
 /// of open files less a reserve, within 16 and 10,000.
-pub(super) fn default_max_connections() -> usize {
+pub(crate) fn default_max_connections() -> usize {
     let limit = open_files_limit().unwrap_or(1024);
     let reserve = (limit / 8).max(64);
     limit.saturating_sub(reserve).clamp(16, 10_000)
