@@ -59,16 +59,24 @@ pub(crate) struct BenchArgs {
     /// Workload: call this tool.
     #[arg(long, value_name = "TOOL")]
     call: Option<String>,
-    /// Arguments for --call, as a JSON object.
-    #[arg(long, value_name = "JSON", default_value = "{}")]
-    args: String,
+    /// An argument of --call as KEY=VALUE (repeatable), as `kelson call` takes it, or the
+    /// arguments as one JSON object. The value is taken as JSON when it parses as a number, a
+    /// boolean, null, an array or an object, else as a string (bench does not read the tool's
+    /// schema: a string that reads as a number goes in the JSON object form). Also spelt --args.
+    #[arg(
+        long = "arg",
+        short = 'a',
+        alias = "args",
+        value_name = "KEY=VALUE|JSON"
+    )]
+    args: Vec<String>,
     /// Workload: tools/list.
     #[arg(long)]
     list_tools: bool,
     /// Workload: resources/read of this URI.
     #[arg(long, value_name = "URI")]
     read: Option<String>,
-    /// Workload: a weighted mix such as `call=8,list=1,read=1` (uses --call/--args and --read).
+    /// Workload: a weighted mix such as `call=8,list=1,read=1` (uses --call/--arg and --read).
     #[arg(long, value_name = "SPEC")]
     mix: Option<String>,
     /// Extra HTTP header, `Name: value` (repeatable), e.g. an Authorization header.
@@ -218,13 +226,40 @@ impl Clock {
     }
 }
 
+/// The arguments of `--call`, as a JSON object's text: the `--arg` values in order, each a JSON
+/// object whose members are merged or a `KEY=VALUE` pair, later ones winning.
+fn call_arguments(values: &[String]) -> anyhow::Result<String> {
+    let mut arguments = serde_json::Map::new();
+    for value in values {
+        if value.trim_start().starts_with('{') {
+            match serde_json::from_str::<serde_json::Value>(value) {
+                Ok(serde_json::Value::Object(members)) => arguments.extend(members),
+                Ok(_) => bail!("--arg {value:?}: expected KEY=VALUE or a JSON object"),
+                Err(e) => bail!("--arg {value:?} is not a JSON object: {e}"),
+            }
+            continue;
+        }
+        let Some((key, raw)) = value.split_once('=').filter(|(key, _)| !key.is_empty()) else {
+            bail!("--arg {value:?}: expected KEY=VALUE or a JSON object");
+        };
+        // As `kelson call` types a value whose schema does not say: JSON unless it is a string.
+        let typed = match serde_json::from_str::<serde_json::Value>(raw) {
+            Ok(json) if !json.is_string() => json,
+            _ => serde_json::Value::String(raw.to_owned()),
+        };
+        arguments.insert(key.to_owned(), typed);
+    }
+    Ok(serde_json::Value::Object(arguments).to_string())
+}
+
 /// The requests of the run, with the modern envelope or for a legacy session.
 fn workload(args: &BenchArgs, legacy: bool) -> anyhow::Result<workload::Workload> {
+    let arguments = call_arguments(&args.args)?;
     if let Some(spec) = &args.mix {
         return workload::mix(
             spec,
             args.call.as_deref(),
-            &args.args,
+            &arguments,
             args.read.as_deref(),
             legacy,
         );
@@ -237,7 +272,7 @@ fn workload(args: &BenchArgs, legacy: bool) -> anyhow::Result<workload::Workload
         bail!("choose one workload: --call TOOL, --list-tools, --read URI, or --mix SPEC");
     }
     let template = if let Some(name) = &args.call {
-        workload::call(name, &args.args, legacy)?
+        workload::call(name, &arguments, legacy)?
     } else if args.list_tools {
         workload::list_tools(legacy)?
     } else {
@@ -647,6 +682,44 @@ mod tests {
         assert!(clock.expired());
         assert!(clock.stopped());
         assert!(clock.next().is_none());
+    }
+
+    /// `--arg` as `kelson call` takes it, `--args` with its JSON object as before, and both mixed.
+    #[test]
+    fn call_arguments_come_as_pairs_or_json_objects() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            bench: BenchArgs,
+        }
+        let parse = |argv: &[&str]| {
+            let mut all = vec!["bench", "--url", "http://127.0.0.1:1/mcp", "--call", "t"];
+            all.extend_from_slice(argv);
+            let args = <Cli as clap::Parser>::try_parse_from(all).expect("the flags parse");
+            let text = call_arguments(&args.bench.args).expect("the arguments are good");
+            serde_json::from_str::<serde_json::Value>(&text).unwrap()
+        };
+        assert_eq!(parse(&[]), serde_json::json!({}));
+        assert_eq!(
+            parse(&["--arg", "text=hi", "-a", "n=3", "--arg", "flags=[1,2]"]),
+            serde_json::json!({"text": "hi", "n": 3, "flags": [1, 2]})
+        );
+        assert_eq!(
+            parse(&["--args", r#"{"text": "hi", "n": 1}"#]),
+            serde_json::json!({"text": "hi", "n": 1})
+        );
+        assert_eq!(
+            parse(&["--args", r#"{"text": "42", "n": 1}"#, "--arg", "n=2"]),
+            serde_json::json!({"text": "42", "n": 2})
+        );
+        assert_eq!(
+            parse(&["--arg", "sql=a = b"]),
+            serde_json::json!({"sql": "a = b"})
+        );
+        for bad in ["text", "=x", "[1]", "{\"a\": "] {
+            let e = call_arguments(&[bad.to_owned()]).unwrap_err().to_string();
+            assert!(e.starts_with("--arg "), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -612,3 +612,47 @@ fn a_short_soak_of_mcp_serve_samples_its_resources_and_passes() {
         "{written}"
     );
 }
+
+/// `--arg KEY=VALUE` as `kelson call` takes it (here a required argument, which a call without it
+/// fails for); `--args` with one JSON object still works.
+#[test]
+fn call_arguments_are_given_with_arg_like_kelson_call() {
+    let server = HttpServer::start();
+    let bench = |extra: &[&str]| {
+        let mut args = vec![
+            "bench",
+            "--url",
+            &server.url,
+            "--call",
+            "test_custom_header",
+            "-c",
+            "2",
+            "-n",
+            "20",
+            "--warmup",
+            "0s",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        mcp(&args, "")
+    };
+    let run = bench(&["--arg", "region=eu-west"]);
+    run.expect_code(0);
+    assert_eq!(run.json()["ok"], 20, "{}", run.stdout);
+    let run = bench(&["--args", r#"{"region": "eu-west"}"#]);
+    run.expect_code(0);
+    assert_eq!(run.json()["ok"], 20, "{}", run.stdout);
+    // Without it every call is refused: the run fails, as a protocol error.
+    let run = bench(&[]);
+    assert_ne!(run.code, Some(0), "{}", run.stdout);
+    assert_eq!(run.json()["passed"], false, "{}", run.stdout);
+    // A value that is neither KEY=VALUE nor a JSON object is a usage error, before any load.
+    let run = bench(&["--arg", "region"]);
+    run.expect_code(4);
+    assert!(
+        run.stderr
+            .contains("--arg \"region\": expected KEY=VALUE or a JSON object"),
+        "{}",
+        run.stderr
+    );
+}
