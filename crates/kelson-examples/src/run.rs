@@ -98,14 +98,10 @@ async fn serve(name: &str, server: Server, serving: Serving) -> std::io::Result<
         .map_err(|e| std::io::Error::other(format!("authorization: {e}")))?;
     ready(name, bound);
     let layer = kelson_auth::AuthLayer::new(std::sync::Arc::new(auth));
-    kelson_http::server::serve_wrapped_with_shutdown(
-        listener,
-        service,
-        |s| tower_layer::Layer::layer(&layer, s),
-        kelson_http::server::shutdown_signal(),
-    )
-    .await
-    .map_err(std::io::Error::other)
+    kelson_http::server::serve(listener, service)
+        .wrap(|s| tower_layer::Layer::layer(&layer, s))
+        .await
+        .map_err(std::io::Error::other)
 }
 
 /// Says on stderr, as every server of the project does once it serves, where the endpoint is.

@@ -11,7 +11,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use kelson_auth::{AuthConfig, AuthLayer, Authenticator};
-use kelson_http::server::{HttpConfig, McpService, serve_wrapped_with_shutdown};
+use kelson_http::server::{HttpConfig, McpService};
 use kelson_server::{RequestContext, Server};
 use kelson_types::{CallToolResult, JsonObject, Tool};
 use serde_json::{Value, json};
@@ -99,15 +99,12 @@ pub async fn serve(listener: TcpListener, auth: Arc<Authenticator>) -> Protected
     let service = McpService::new(kelson_server(), HttpConfig::default());
     let (stop, stopped) = oneshot::channel::<()>();
     tokio::spawn(async move {
-        serve_wrapped_with_shutdown(
-            listener,
-            service,
-            |s| AuthLayer::new(auth).layer(s),
-            async move {
+        kelson_http::server::serve(listener, service)
+            .wrap(|s| AuthLayer::new(auth).layer(s))
+            .with_graceful_shutdown(async move {
                 let _ = stopped.await;
-            },
-        )
-        .await
+            })
+            .await
     });
     Protected {
         addr,

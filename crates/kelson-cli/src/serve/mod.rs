@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use clap::Args;
-use kelson_http::server::{HttpConfig, LegacyMode, OriginPolicy, ServerTls};
+use kelson_http::server::{HttpConfig, LegacyMode, ListenerConfig, OriginPolicy, ServerTls};
 use kelson_server::observe::LOG_TARGET;
 
 use crate::flags;
@@ -313,6 +313,8 @@ pub(crate) struct ServeArgs {
     auth: auth::AuthArgs,
 }
 
+/// The endpoint's settings: its path, body limit, Host/Origin policy, handshake-era sessions and
+/// the metrics path, when the metrics are served on the same listener.
 fn http_config(settings: &Settings) -> HttpConfig {
     let policy = policy(settings, settings.http.bind);
     // Metrics on the HTTP listener, unless they have an address of their own.
@@ -326,17 +328,6 @@ fn http_config(settings: &Settings) -> HttpConfig {
         let mut edited = HttpConfig::default();
         edited.path = settings.http.path.clone();
         edited.max_body = settings.http.max_message;
-        edited.first_bytes_timeout = settings.http.read_timeout;
-        edited.idle_timeout = settings.http.idle_timeout;
-        edited.write_timeout = settings.http.write_timeout;
-        edited.max_connections = settings
-            .http
-            .max_connections
-            .unwrap_or(edited.max_connections);
-        edited.h2_max_concurrent_streams = settings.http.h2_max_streams;
-        edited.max_header_bytes = settings.http.max_header_bytes;
-        edited.max_connections_per_address = settings.http.max_connections_per_address;
-        edited.response_memory = settings.http.response_memory;
         edited.legacy = match settings.legacy_http {
             file::LegacyHttpSetting::Sessions => LegacyMode::Sessions,
             file::LegacyHttpSetting::Stateless => LegacyMode::Stateless,
@@ -348,6 +339,23 @@ fn http_config(settings: &Settings) -> HttpConfig {
         edited.metrics_path = metrics_path;
         edited
     }
+}
+
+/// The HTTP listener's limits: its timeouts, connection caps and response memory.
+fn listener_config(settings: &Settings) -> ListenerConfig {
+    let mut edited = ListenerConfig::default();
+    edited.first_bytes_timeout = settings.http.read_timeout;
+    edited.idle_timeout = settings.http.idle_timeout;
+    edited.write_timeout = settings.http.write_timeout;
+    edited.max_connections = settings
+        .http
+        .max_connections
+        .unwrap_or(edited.max_connections);
+    edited.h2_max_concurrent_streams = settings.http.h2_max_streams;
+    edited.max_header_bytes = settings.http.max_header_bytes;
+    edited.max_connections_per_address = settings.http.max_connections_per_address;
+    edited.response_memory = settings.http.response_memory;
+    edited
 }
 
 /// What the server answers, for the start-up log.

@@ -16,7 +16,7 @@ use super::exit::Failure;
 use super::listen::{Landing, WithLanding, client_url};
 use super::open::Served;
 use super::settings::Settings;
-use super::{eras_line, http_config, policy};
+use super::{eras_line, http_config, listener_config, policy};
 
 /// The metrics' own listener, bound, and the flag or key that gave its address.
 pub(super) type MetricsListener = (TcpListener, &'static str);
@@ -76,6 +76,7 @@ pub(super) async fn http(
     let server = served.server.clone();
     let metrics = metrics_service(settings, &served, metrics)?;
     let mut config = http_config(settings);
+    let limits = listener_config(settings);
     let health = readiness(&served.databases, served.broker.as_ref());
     config.health = Some(health.clone());
     let local = listener
@@ -136,57 +137,30 @@ pub(super) async fn http(
     let serving = async {
         let service = McpService::new(server, config);
         let open_paths = [health.live_path(), health.ready_path()];
-        let result = match (tls, auth) {
-            (Some(tls), auth) => {
+        let serve = kelson_http::server::serve(listener, service)
+            .listener_config(limits)
+            .with_graceful_shutdown(mcp_signal);
+        let (serve, reloading) = match tls {
+            Some(tls) => {
                 let hangups = hangups.unwrap_or_else(Hangups::listen);
                 let reloading = tokio::spawn(reload_on_hangup(tls.clone(), hangups));
-                let served = match auth {
-                    Some(auth) => {
-                        let layer = kelson_auth::AuthLayer::new(auth).open_paths(open_paths);
-                        kelson_http::server::serve_tls_wrapped_with_shutdown(
-                            listener,
-                            service,
-                            |s| WithLanding::new(tower_layer::Layer::layer(&layer, s), landing),
-                            tls,
-                            mcp_signal,
-                        )
-                        .await
-                    }
-                    None => {
-                        kelson_http::server::serve_tls_wrapped_with_shutdown(
-                            listener,
-                            service,
-                            |s| WithLanding::new(s, landing),
-                            tls,
-                            mcp_signal,
-                        )
-                        .await
-                    }
-                };
-                reloading.abort();
-                served
+                (serve.tls(tls), Some(reloading))
             }
-            (None, Some(auth)) => {
+            None => (serve, None),
+        };
+        let outcome = match auth {
+            Some(auth) => {
                 let layer = kelson_auth::AuthLayer::new(auth).open_paths(open_paths);
-                kelson_http::server::serve_wrapped_with_shutdown(
-                    listener,
-                    service,
-                    |s| WithLanding::new(tower_layer::Layer::layer(&layer, s), landing),
-                    mcp_signal,
-                )
-                .await
+                serve
+                    .wrap(|s| WithLanding::new(tower_layer::Layer::layer(&layer, s), landing))
+                    .await
             }
-            (None, None) => {
-                kelson_http::server::serve_wrapped_with_shutdown(
-                    listener,
-                    service,
-                    |s| WithLanding::new(s, landing),
-                    mcp_signal,
-                )
-                .await
-            }
+            None => serve.wrap(|s| WithLanding::new(s, landing)).await,
+        };
+        if let Some(reloading) = reloading {
+            reloading.abort();
         }
-        .context("serving HTTP");
+        let result = outcome.context("serving HTTP");
         drop(stop_metrics);
         result
     };
@@ -315,12 +289,13 @@ fn announce_metrics(local: SocketAddr, path: &str) {
 /// that listener is logged and leaves the MCP server running.
 async fn serve_metrics(
     metrics: Option<(TcpListener, MetricsService, SocketAddr)>,
-    shutdown: impl std::future::Future<Output = ()>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
     let Some((listener, service, local)) = metrics else {
         return;
     };
-    if let Err(e) = kelson_http::server::serve_metrics(listener, service, shutdown).await {
+    let serving = kelson_http::server::serve(listener, service).with_graceful_shutdown(shutdown);
+    if let Err(e) = serving.await {
         tracing::error!("metrics on {local}: {e}; no longer served");
     }
 }

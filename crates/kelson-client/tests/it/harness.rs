@@ -12,7 +12,7 @@ use http::{HeaderMap, Request, Response};
 use http_body_util::{BodyExt as _, Full};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use kelson_client::{Client, ClientBuilder};
-use kelson_http::server::{HttpConfig, McpService, serve_with_shutdown};
+use kelson_http::server::{HttpConfig, McpService, serve};
 use kelson_server::Server;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, duplex};
@@ -202,18 +202,16 @@ async fn serve_recording(service: McpService, wire: Wire) -> (SocketAddr, onesho
     (addr, stop)
 }
 
-/// Serves with the crate's own accept loop, `serve_with_shutdown`; returns the URL.
+/// Serves with the crate's own accept loop, `serve`; returns the URL.
 pub async fn serve_plain(server: Server, config: HttpConfig) -> (String, oneshot::Sender<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(serve_with_shutdown(
-        listener,
-        McpService::new(server, config),
-        async move {
+    let serving =
+        serve(listener, McpService::new(server, config)).with_graceful_shutdown(async move {
             let _ = stopped.await;
-        },
-    ));
+        });
+    tokio::spawn(serving.into_future());
     (format!("http://{addr}/mcp"), stop)
 }
 

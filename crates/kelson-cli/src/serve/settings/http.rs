@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use kelson_http::server::HttpConfig;
+use kelson_http::server::{HttpConfig, ListenerConfig};
 
 use super::{DEFAULT_BIND, TlsFiles, check_min, check_positive};
 use crate::serve::ServeArgs;
@@ -110,15 +110,16 @@ pub(super) fn resolve(
         (None, None) => DEFAULT_READ_TIMEOUT,
     };
     let http_defaults = HttpConfig::default();
+    let listener_defaults = ListenerConfig::default();
     let idle_timeout = match (args.idle_timeout, &file.http.idle_timeout) {
         (Some(d), _) => check_positive(d, "--idle-timeout")?,
         (None, Some(s)) => check_positive(s.0, "http.idle_timeout")?,
-        (None, None) => http_defaults.idle_timeout,
+        (None, None) => listener_defaults.idle_timeout,
     };
     let write_timeout = match (args.write_timeout, &file.http.write_timeout) {
         (Some(d), _) => check_positive(d, "--write-timeout")?,
         (None, Some(s)) => check_positive(s.0, "http.write_timeout")?,
-        (None, None) => http_defaults.write_timeout,
+        (None, None) => listener_defaults.write_timeout,
     };
     let shutdown_grace = match (args.shutdown_grace, &file.http.shutdown_grace) {
         (Some(d), _) => d,
@@ -133,12 +134,12 @@ pub(super) fn resolve(
     let h2_max_streams = match (args.h2_max_streams, file.http.h2_max_streams) {
         (Some(n), _) => check_min(n, 1, "--h2-max-streams")?,
         (None, Some(n)) => check_min(n, 1, "http.h2_max_streams")?,
-        (None, None) => http_defaults.h2_max_concurrent_streams,
+        (None, None) => listener_defaults.h2_max_concurrent_streams,
     };
     let max_header_bytes = match (args.max_header_bytes, file.http.max_header_bytes) {
         (Some(n), _) => check_min(n, MIN_HEADER_BYTES, "--max-header-bytes")?,
         (None, Some(n)) => check_min(n, MIN_HEADER_BYTES, "http.max_header_bytes")?,
-        (None, None) => http_defaults.max_header_bytes,
+        (None, None) => listener_defaults.max_header_bytes,
     };
     let max_connections_per_address = match (
         args.max_connections_per_address,
@@ -151,7 +152,7 @@ pub(super) fn resolve(
     let response_memory = match (args.response_memory, file.http.response_memory) {
         (Some(n), _) => check_min(n, MIN_RESPONSE_MEMORY, "--response-memory")?,
         (None, Some(n)) => check_min(n, MIN_RESPONSE_MEMORY, "http.response_memory")?,
-        (None, None) => http_defaults.response_memory,
+        (None, None) => listener_defaults.response_memory,
     };
 
     // HTTPS: both files, from the flags or else from the file.

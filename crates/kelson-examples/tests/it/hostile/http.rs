@@ -147,14 +147,14 @@ async fn a_body_trickling_one_byte_a_second_gets_408() {
     let addr = listener.local_addr().unwrap();
     let mut config = kelson_http::server::HttpConfig::default();
     config.policy = kelson_http::server::OriginPolicy::for_bind(addr);
-    config.first_bytes_timeout = Duration::from_secs(2);
+    let mut limits = kelson_http::server::ListenerConfig::default();
+    limits.first_bytes_timeout = Duration::from_secs(2);
     let server = kelson_examples::conformance::build_server().expect("the fixture builds");
     let service = kelson_http::server::McpService::new(server, config);
-    let serving = tokio::spawn(kelson_http::server::serve_with_shutdown(
-        listener,
-        service,
-        std::future::pending(),
-    ));
+    let serving = kelson_http::server::serve(listener, service)
+        .listener_config(limits)
+        .with_graceful_shutdown(std::future::pending());
+    let serving = tokio::spawn(serving.into_future());
     let body = call(1, "test_simple_text", json!({})).to_string();
     let post = Post::mcp("tools/call", Some("test_simple_text"), body.clone());
     let authority = addr.to_string();

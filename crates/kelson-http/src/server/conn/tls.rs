@@ -6,18 +6,35 @@
 //! ones already open (they keep the keys they agreed on), and a reload that fails leaves the
 //! certificate in use. ALPN offers `h2` and `http/1.1`; a client that names neither is served
 //! HTTP/1.1.
+//!
+//! The accept loop hands each connection of an HTTPS listener to [`serve_conn`], in the
+//! connection's own task: cleartext HTTP is answered with a 400 that says so, the handshake is
+//! timed, and the protocol ALPN agreed on is served.
 
 use std::fmt;
+use std::future::Future;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
+use http::{Request, Response};
+use hyper_util::rt::TokioExecutor;
+use kelson_server::observe::CloseReason;
 use rustls::crypto::CryptoProvider;
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use tokio_util::sync::CancellationToken;
+
+use super::accept::{Limits, Open, trace_conn_error};
+use super::h1::{self, RequestBody};
+use super::h2;
+use super::stop::{Stop, Watched};
+use crate::server::endpoint::McpBody;
 
 /// The default of [`ServerTls::handshake_timeout`].
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -153,13 +170,20 @@ impl ServerTls {
         &self.key_path
     }
 
-    pub(crate) fn acceptor(&self) -> tokio_rustls::TlsAcceptor {
-        tokio_rustls::TlsAcceptor::from(self.config.clone())
+    /// What the listener's connections need of these settings.
+    pub(crate) fn side(&self) -> TlsSide {
+        TlsSide {
+            acceptor: tokio_rustls::TlsAcceptor::from(self.config.clone()),
+            timeout: self.handshake_timeout,
+        }
     }
+}
 
-    pub(crate) fn timeout(&self) -> Duration {
-        self.handshake_timeout
-    }
+/// The TLS side of a listener: what each connection's handshake needs.
+#[derive(Clone)]
+pub(crate) struct TlsSide {
+    acceptor: tokio_rustls::TlsAcceptor,
+    timeout: Duration,
 }
 
 /// The certificate served now, which every handshake reads.
@@ -252,6 +276,100 @@ pub(crate) async fn refuse_cleartext(mut stream: tokio::net::TcpStream) {
         }
     };
     let _ = tokio::time::timeout(limit, drain).await;
+}
+
+/// Serves one connection over TLS: waits for its first byte within the first-bytes time, answers
+/// cleartext HTTP with a 400, runs the handshake within the handshake time, and serves the protocol
+/// ALPN agreed on.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn serve_conn<H, F>(
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    tls: TlsSide,
+    handler: H,
+    http2: hyper::server::conn::http2::Builder<TokioExecutor>,
+    stop: Arc<Stop>,
+    stopping: CancellationToken,
+    limits: Limits,
+    (h1_settings, h2_settings): (h1::Settings, h2::Settings),
+    open: Open,
+) where
+    H: Fn(Request<RequestBody>) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response<McpBody>> + Send + 'static,
+{
+    let first = tokio::select! {
+        first = first_byte_within(&stream, limits.first_bytes) => first,
+        () = stopping.cancelled() => return,
+    };
+    match first {
+        // A TLS connection opens with a handshake record (RFC 8446 §5.1).
+        Ok(0x16) => {}
+        Ok(_) => {
+            tracing::debug!(%peer, "cleartext on the HTTPS listener; answered 400");
+            refuse_cleartext(stream).await;
+            return;
+        }
+        Err(e) => {
+            if e.kind() == std::io::ErrorKind::TimedOut {
+                open.stats.closed(CloseReason::ReadTimeout);
+            }
+            tracing::debug!(%peer, error = %e, "connection closed before its first request");
+            return;
+        }
+    }
+    let handshake = tls.acceptor.accept(stream);
+    let handshake = async {
+        if tls.timeout.is_zero() {
+            return handshake.await;
+        }
+        tokio::time::timeout(tls.timeout, handshake)
+            .await
+            .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()))
+    };
+    let stream = tokio::select! {
+        stream = handshake => stream,
+        () = stopping.cancelled() => return,
+    };
+    let stream = match stream {
+        Ok(stream) => stream,
+        Err(e) => {
+            if e.kind() == std::io::ErrorKind::TimedOut {
+                open.stats.closed(CloseReason::ReadTimeout);
+            }
+            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+            return;
+        }
+    };
+    let stats = open.stats.clone();
+    if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
+        let conn = h2::serve(stream, handler, &http2, stop, h2_settings, stats);
+        if let Some(Err(e)) = conn.await {
+            trace_conn_error(peer, &*e);
+        }
+    } else {
+        let conn = h1::serve(stream, handler, stop.clone(), h1_settings, stats);
+        if let Some(Err(e)) = Watched::new(conn, |_: Pin<&mut _>| {}, stop).await {
+            trace_conn_error(peer, &e);
+        }
+    }
+    drop(open);
+}
+
+/// The first byte the client sends, without consuming it; `TimedOut` after `limit` (unless zero).
+async fn first_byte_within(stream: &tokio::net::TcpStream, limit: Duration) -> std::io::Result<u8> {
+    let peek = async {
+        let mut byte = [0u8; 1];
+        match stream.peek(&mut byte).await? {
+            0 => Err(std::io::ErrorKind::UnexpectedEof.into()),
+            _ => Ok(byte[0]),
+        }
+    };
+    if limit.is_zero() {
+        return peek.await;
+    }
+    tokio::time::timeout(limit, peek)
+        .await
+        .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()))
 }
 
 #[cfg(test)]

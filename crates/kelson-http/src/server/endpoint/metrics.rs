@@ -1,6 +1,6 @@
 //! `GET /metrics`: the server's [`Metrics`] in the Prometheus text format, on the MCP listener
 //! ([`HttpConfig::metrics_path`](super::HttpConfig::metrics_path)) or on an address of its own
-//! ([`MetricsService`], [`serve_metrics`](crate::server::serve_metrics)).
+//! ([`MetricsService`], served by [`serve`](crate::server::serve) like the MCP endpoint).
 //!
 //! Either way the Host/Origin policy applies: metrics say what a server does and how busy it is,
 //! and a DNS-rebinding page must not read them from a loopback server any more than it may call
@@ -72,13 +72,13 @@ fn text(status: StatusCode, body: String) -> Response<McpBody> {
 }
 
 /// The metrics alone, as a `tower::Service`: for serving them on an address other than the MCP
-/// endpoint's (a port only the monitoring network reaches), with [`serve_metrics`] or mounted in
-/// axum. It also works beside a stdio server.
+/// endpoint's (a port only the monitoring network reaches), with [`serve`] or mounted in axum.
+/// It also works beside a stdio server.
 ///
 /// It answers `GET` and `HEAD` on its path (`/metrics` unless changed) and 404 elsewhere, behind
 /// its own Host/Origin policy.
 ///
-/// [`serve_metrics`]: crate::server::serve_metrics
+/// [`serve`]: crate::server::serve
 #[derive(Clone, Debug)]
 pub struct MetricsService {
     inner: Arc<Shared>,

@@ -7,20 +7,22 @@
 use std::time::Duration;
 
 use http::StatusCode;
-use kelson_http::server::HttpConfig;
+use kelson_http::server::ListenerConfig;
 use serde_json::json;
 use tokio::io::AsyncReadExt as _;
 use tokio::net::TcpStream;
 
 use super::fixture::full_server;
-use super::harness::{Client, Post, SseStream, TestServer, test_config, within};
+use super::harness::{
+    Client, Post, Settings, SseStream, TestServer, test_config, test_listener, within,
+};
 
 fn echo(id: i64, text: &str) -> Post {
     Post::tool(id, "echo", json!({"text": text}))
 }
 
-fn config(change: impl FnOnce(&mut HttpConfig)) -> HttpConfig {
-    let mut config = test_config();
+fn config(change: impl FnOnce(&mut ListenerConfig)) -> ListenerConfig {
+    let mut config = test_listener();
     change(&mut config);
     config
 }
@@ -154,14 +156,13 @@ async fn connections_beyond_the_cap_are_closed_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_h2_client_that_stops_reading_is_dropped_after_the_write_timeout() {
-    let srv = TestServer::start_with(
-        full_server,
-        config(|c| {
-            c.write_timeout = Duration::from_millis(300);
-            c.max_body = 16 * 1024 * 1024;
-        }),
-    )
-    .await;
+    let http = {
+        let mut edited = test_config();
+        edited.max_body = 16 * 1024 * 1024;
+        edited
+    };
+    let listener = config(|c| c.write_timeout = Duration::from_millis(300));
+    let srv = TestServer::start_with(full_server, Settings { http, listener }).await;
     let mut client = Client::h2(srv.addr).await;
     // More than the client's flow-control windows: the rest waits for it to read.
     let text = "x".repeat(8 * 1024 * 1024);

@@ -199,7 +199,7 @@ impl Drop for Observed {
     }
 }
 
-/// Serves `service` like `serve_with_shutdown` does (hyper-util's auto builder, one task per
+/// Serves `service` like `serve` does (hyper-util's auto builder, one task per
 /// connection), but records when each response body is dropped, tagged with the request's
 /// `x-test-tag` header.
 ///

@@ -1,5 +1,5 @@
 //! The Streamable HTTP server over real loopback HTTP: every test starts its own server with
-//! `serve_with_shutdown` on `127.0.0.1:0` and talks to it with a real HTTP client (hyper's
+//! `serve` on `127.0.0.1:0` and talks to it with a real HTTP client (hyper's
 //! connection API for HTTP/1.1 and h2c, or raw TCP where the bytes on the wire matter).
 //!
 //! spec 2026-07-28 basic/transports/streamable-http. The spec fixes the statuses but not the order

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::{Method, StatusCode};
-use kelson_http::server::{HttpConfig, MetricsService, OriginPolicy, serve_metrics};
+use kelson_http::server::{HttpConfig, MetricsService, OriginPolicy, serve};
 use kelson_server::observe::{CONTENT_TYPE, Metrics};
 use kelson_server::{RequestContext, RequestLog, Server};
 use kelson_types::{CallToolResult, JsonObject, Tool};
@@ -327,9 +327,10 @@ async fn metrics_can_have_an_address_of_their_own() {
         .clone();
     let service = MetricsService::new(metrics, OriginPolicy::for_bind(maddr));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(serve_metrics(listener, service, async move {
+    let serving = serve(listener, service).with_graceful_shutdown(async move {
         let _ = stopped.await;
-    }));
+    });
+    let task = tokio::spawn(serving.into_future());
 
     srv.send(&Post::tool(1, "fail", json!({}))).await;
     srv.send(&Post::tool(2, "echo", json!({"text": "x"})).header("content-type", "text/plain"))

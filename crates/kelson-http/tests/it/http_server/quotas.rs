@@ -14,9 +14,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::{Method, Request, Response, StatusCode};
-use kelson_http::server::{
-    ClientAddr, HttpConfig, IncomingBody, McpBody, McpService, serve_wrapped_with_shutdown,
-};
+use kelson_http::server::{ClientAddr, HttpConfig, IncomingBody, McpBody, McpService, serve};
 use kelson_server::{Principal, Server};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -71,14 +69,12 @@ async fn start(server: Server, config: HttpConfig) -> Fronted {
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
     let service = McpService::new(server, config);
-    tokio::spawn(serve_wrapped_with_shutdown(
-        listener,
-        service,
-        Front,
-        async move {
+    let serving = serve(listener, service)
+        .wrap(Front)
+        .with_graceful_shutdown(async move {
             let _ = stopped.await;
-        },
-    ));
+        });
+    tokio::spawn(serving.into_future());
     Fronted { addr, _stop: stop }
 }
 

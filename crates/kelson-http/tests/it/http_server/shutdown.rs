@@ -1,4 +1,4 @@
-//! `serve_with_shutdown`: stop accepting, end listen streams with their final result, let every
+//! `serve(..).with_graceful_shutdown(..)`: stop accepting, end listen streams with their final result, let every
 //! request in flight finish with its real result, close idle connections.
 
 use std::io::ErrorKind;
@@ -10,7 +10,7 @@ use tokio::net::TcpStream;
 
 use super::fixture::full_server;
 use super::harness::{
-    Client, Post, Reply, SseStream, TestServer, meta, raw_request, test_config, tool_text, within,
+    Client, Post, Reply, SseStream, TestServer, meta, raw_request, test_listener, tool_text, within,
 };
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
@@ -171,11 +171,11 @@ async fn graceful_shutdown_loses_no_request() {
 }
 
 /// A request still running when the drain time is over is cut off: its connection is closed and
-/// its handler cancelled, instead of being left to run on after `serve_with_shutdown` returned.
+/// its handler cancelled, instead of being left to run on after the served future returned.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_past_the_drain_time_are_cut_off() {
     let config = {
-        let mut edited = test_config();
+        let mut edited = test_listener();
         edited.drain = Duration::from_millis(200);
         edited
     };
@@ -237,7 +237,7 @@ async fn requests_past_the_drain_time_are_cut_off() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_connection_is_closed_after_the_first_bytes_timeout() {
     let config = {
-        let mut edited = test_config();
+        let mut edited = test_listener();
         edited.first_bytes_timeout = Duration::from_millis(200);
         edited
     };

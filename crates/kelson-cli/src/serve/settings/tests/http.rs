@@ -1,7 +1,7 @@
 //! The HTTP listener's settings: addresses, limits, HTTPS.
 
 use super::*;
-use kelson_http::server::HttpConfig;
+use kelson_http::server::{HttpConfig, ListenerConfig};
 
 #[test]
 fn addresses_take_a_port_or_localhost_in_flags_and_file() {
@@ -77,7 +77,7 @@ fn header_and_per_address_limits_come_from_the_flags_over_the_file() {
 #[test]
 fn connection_limits_come_from_the_flags_over_the_file_over_the_defaults() {
     let s = resolve_with(&[], None).unwrap();
-    let defaults = HttpConfig::default();
+    let defaults = ListenerConfig::default();
     assert_eq!(s.http.idle_timeout, Duration::from_secs(120));
     assert_eq!(s.http.write_timeout, Duration::from_secs(30));
     assert_eq!(s.http.max_connections, None);

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
-use kelson_http::server::{HttpConfig, McpService, ServeError, serve_with_shutdown};
+use kelson_http::server::{HttpConfig, ListenerConfig, McpService, ServeError, serve};
 use kelson_server::Server;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -44,16 +44,47 @@ pub fn within<F: std::future::Future>(
     }
 }
 
-/// The endpoint settings of most tests: defaults, with a drain long enough for a busy machine.
+/// The endpoint settings of most tests: the defaults.
 pub fn test_config() -> HttpConfig {
+    HttpConfig::default()
+}
+
+/// The listener settings of most tests: defaults, with a drain long enough for a busy machine.
+pub fn test_listener() -> ListenerConfig {
     {
-        let mut edited = HttpConfig::default();
+        let mut edited = ListenerConfig::default();
         edited.drain = Duration::from_secs(60);
         edited
     }
 }
 
-/// A server started by `serve_with_shutdown` on `127.0.0.1:0`, stopped when dropped.
+/// What a test server is started with: the endpoint's settings and the listener's, each
+/// [`test_config`] or [`test_listener`] unless given.
+pub struct Settings {
+    pub http: HttpConfig,
+    pub listener: ListenerConfig,
+}
+
+impl From<HttpConfig> for Settings {
+    fn from(http: HttpConfig) -> Self {
+        Settings {
+            http,
+            listener: test_listener(),
+        }
+    }
+}
+
+impl From<ListenerConfig> for Settings {
+    fn from(listener: ListenerConfig) -> Self {
+        Settings {
+            http: test_config(),
+            listener,
+        }
+    }
+}
+
+/// A server started by `serve(..).with_graceful_shutdown(..)` on `127.0.0.1:0`, stopped when
+/// dropped.
 pub struct TestServer {
     pub addr: std::net::SocketAddr,
     pub server: Server,
@@ -68,18 +99,28 @@ impl TestServer {
         Self::start_with(full_server, test_config()).await
     }
 
-    /// A server built by `build`, served with `config`.
-    pub async fn start_with(build: fn(Arc<Probes>) -> Server, config: HttpConfig) -> Self {
+    /// A server built by `build`, served with `settings`.
+    pub async fn start_with(
+        build: fn(Arc<Probes>) -> Server,
+        settings: impl Into<Settings>,
+    ) -> Self {
+        let Settings {
+            http: config,
+            listener: limits,
+        } = settings.into();
         let probes = Arc::new(Probes::default());
         let server = build(probes.clone());
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local address");
         let (stop, stopped) = oneshot::channel::<()>();
         let service = McpService::new(server.clone(), config);
-        let task = tokio::spawn(serve_with_shutdown(listener, service, async move {
-            // A dropped sender stops the server too.
-            let _ = stopped.await;
-        }));
+        let serving = serve(listener, service)
+            .listener_config(limits)
+            .with_graceful_shutdown(async move {
+                // A dropped sender stops the server too.
+                let _ = stopped.await;
+            });
+        let task = tokio::spawn(serving.into_future());
         TestServer {
             addr,
             server,
@@ -106,7 +147,7 @@ impl TestServer {
         }
     }
 
-    /// Waits for `serve_with_shutdown` to return.
+    /// Waits for the served future to return.
     pub async fn join(&mut self) -> Result<(), ServeError> {
         let task = self.task.take().expect("joined once");
         within("serve_with_shutdown returning", task)
