@@ -1,6 +1,6 @@
 //! An axum application that serves MCP at `/mcp` beside its own routes, both reading one shared
 //! state: the `visit` tool counts visits, `GET /visits` shows the count.
-//! `cargo run -p kelson --example axum_app -- --http 127.0.0.1:8080`.
+//! `cargo run --example axum_app -- --http 127.0.0.1:8080`.
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -2,9 +2,9 @@
 //! HTTP), lists its tools and calls one with JSON arguments.
 //!
 //! ```sh
-//! cargo run -p kelson --example client -- \
+//! cargo run --example client -- \
 //!     target/debug/examples/quickstart add '{"a": 1, "b": 2}'
-//! cargo run -p kelson --example client -- http://127.0.0.1:8080/mcp echo '{"text": "hi"}'
+//! cargo run --example client -- http://127.0.0.1:8080/mcp echo '{"text": "hi"}'
 //! ```
 // In an application: `kelson = { version = "0.1", features = ["client"] }` and `kelson::client::Client`.
 use kelson_client::Client;

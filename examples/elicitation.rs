@@ -1,7 +1,7 @@
 //! Asking the user mid-call (MRTR): `greet` needs a name, so it asks for one through elicitation.
 //! The first call ends with `input_required`; the client shows the form, and the call comes back
 //! with the answer, which `elicit` then returns. Nothing is held on the server in between.
-//! `cargo run -p kelson --example elicitation [-- --http ADDR]`.
+//! `cargo run --example elicitation [-- --http ADDR]`.
 use kelson::prelude::*;
 use kelson::types::{ElicitAction, ElicitRequestFormParams, RequestedSchema, StringSchema};
 

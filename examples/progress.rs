@@ -1,6 +1,6 @@
 //! Long work: `count` reports progress at every step and stops as soon as the client cancels
 //! (over stdio a `notifications/cancelled`, over HTTP a closed response), saying so on stderr.
-//! `cargo run -p kelson --example progress [-- --http ADDR]`.
+//! `cargo run --example progress [-- --http ADDR]`.
 use std::time::Duration;
 
 use kelson::prelude::*;

@@ -1,5 +1,5 @@
 //! Three tools with the macros: typed arguments, application state, structured output. Serve it
-//! on stdio with `cargo run -p kelson --example quickstart`, or add `-- --http 127.0.0.1:8080`.
+//! on stdio with `cargo run --example quickstart`, or add `-- --http 127.0.0.1:8080`.
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use kelson::prelude::*;

@@ -1,5 +1,5 @@
 //! The quickstart without macros: each tool is a plain async function; its arguments are a struct
-//! whose JSON Schema is generated. `cargo run -p kelson --example quickstart_fn [-- --http ADDR]`.
+//! whose JSON Schema is generated. `cargo run --example quickstart_fn [-- --http ADDR]`.
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use kelson::prelude::*;

@@ -1,6 +1,6 @@
 //! Resources and a resource template: `notes://index` lists the notes, `notes://{id}` reads one,
 //! its variable typed as a number; a note that does not exist is the spec's "not found".
-//! `cargo run -p kelson --example templates [-- --http ADDR]`.
+//! `cargo run --example templates [-- --http ADDR]`.
 use std::collections::BTreeMap;
 
 use kelson::prelude::*;
