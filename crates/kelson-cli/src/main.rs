@@ -45,9 +45,9 @@ enum Command {
     /// Print the shell completion script of kelson (bash, zsh, fish, elvish, powershell).
     ///
     /// Installed, for example, with `kelson completions bash >
-    /// ~/.local/share/bash-completion/completions/mcp`, `kelson completions zsh > ~/.zfunc/_mcp`
-    /// (with ~/.zfunc in fpath before compinit) or `kelson completions fish >
-    /// ~/.config/fish/completions/mcp.fish`.
+    /// ~/.local/share/bash-completion/completions/kelson`, `kelson completions zsh >
+    /// ~/.zfunc/_kelson` (with ~/.zfunc in fpath before compinit) or `kelson completions fish >
+    /// ~/.config/fish/completions/kelson.fish`.
     Completions {
         /// The shell.
         #[arg(value_enum)]

@@ -103,7 +103,7 @@ pub enum SqlError {
     #[error(
         "MySQL database {database:?}: account {account} holds {privileges}, which can escape a read-only \
          transaction (server files, server settings, other accounts, code that runs with other rights); \
-         connect as a least-privilege account (SELECT only; see the README), or set allow_privileged_account"
+         connect as a least-privilege account (SELECT only; see kelson's docs/serve/databases.md), or set allow_privileged_account"
     )]
     PrivilegedAccount {
         /// The database name given to the adapter.

@@ -49,7 +49,8 @@ Header values (Authorization, Mcp-Param-*) are never logged; arguments only with
     exit::exit_codes_help!()
 ))]
 pub(crate) struct ServeArgs {
-    /// Read settings from this TOML file (see the README for its format). Flags override it.
+    /// Read settings from this TOML file (docs/reference/config.md lists every key). Flags
+    /// override it.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
 

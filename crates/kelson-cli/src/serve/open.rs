@@ -424,8 +424,8 @@ fn worded(key: &str, error: SqlError) -> anyhow::Error {
             role, privileges, ..
         } => anyhow!(
             "{key}: role {role:?} is {privileges}, which can escape a read-only transaction (for \
-             example with COPY ... TO PROGRAM); connect as a least-privilege role (see the README, \
-             section PostgreSQL)"
+             example with COPY ... TO PROGRAM); connect as a least-privilege role (see kelson's \
+             docs/serve/databases.md, section PostgreSQL)"
         ),
         // As for PostgreSQL: `allow_privileged_account` is not exposed by `kelson serve`.
         SqlError::PrivilegedAccount {
@@ -434,8 +434,8 @@ fn worded(key: &str, error: SqlError) -> anyhow::Error {
             ..
         } => anyhow!(
             "{key}: account {account} holds {privileges}, which can escape a read-only \
-             transaction; connect as a least-privilege account (see the README, section MySQL \
-             and MariaDB)"
+             transaction; connect as a least-privilege account (see kelson's \
+             docs/serve/databases.md, section MySQL and MariaDB)"
         ),
         SqlError::Mysql {
             target, message, ..

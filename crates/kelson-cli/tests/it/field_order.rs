@@ -1,5 +1,6 @@
 //! The server's order of fields is kept, so that answers can be piped: an elicitation form is
-//! asked field by field as the server wrote its schema (the README's promise), in both eras.
+//! asked field by field as the server wrote its schema (docs/client/commands.md's promise), in
+//! both eras.
 //! `test_elicitation` of the conformance server asks for `username` then `email`, which sorted
 //! would come the other way round, and echoes what it received. (`kelson tools` summarises a tool's
 //! arguments in its schema's order too: arguments.rs.)

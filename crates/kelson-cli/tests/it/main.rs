@@ -7,6 +7,7 @@ mod arguments;
 mod bench;
 mod certs;
 mod completions;
+mod docs;
 mod era;
 mod errors;
 mod field_order;

@@ -1,6 +1,8 @@
-//! Every command in the README's `sh` blocks, run as a reader would run it.
+//! Every command in the `sh` blocks of the README and of the pages under docs/ (the guide aside,
+//! whose Rust is tested as the facade's doc tests), run as a reader would run it.
 //!
-//! The blocks are read from README.md itself, so a command added there is run here. `kelson` lines run
+//! The blocks are read from the documents themselves, so a command added there is run here.
+//! `kelson` lines run
 //! the real binary with the binaries of this build first on `PATH` (as the README's "Try it" puts
 //! them), in a scratch home folder that holds what the README's examples name (`~/notes/todo.md`,
 //! `app.db`). Addresses are the README's, mapped to servers this test starts: `127.0.0.1:8080` is
@@ -20,11 +22,21 @@ use super::harness::mcp_path;
 use super::serve::support::{TempDir, http, url_after};
 
 /// Lines of README blocks that are not run here, by their first word: the quick start's build and
-/// test commands (this test is part of `scripts/test`), and the PostgreSQL installation steps.
-const NOT_RUN: &[&str] = &["scripts/test", "sudo", "psql", "cargo"];
+/// test commands (this test is part of `scripts/test`), the PostgreSQL installation steps, and the
+/// static executable's and the container image's builds.
+const NOT_RUN: &[&str] = &[
+    "scripts/test",
+    "sudo",
+    "psql",
+    "cargo",
+    "scripts/build-static",
+    "scripts/build-image",
+    "docker",
+    "podman",
+];
 
 /// One `sh` block of the README, its commands with continuation lines joined and comments cut.
-struct Block {
+pub(crate) struct Block {
     section: String,
     commands: Vec<String>,
 }
@@ -34,7 +46,44 @@ fn readme() -> String {
     std::fs::read_to_string(path).expect("README.md")
 }
 
-fn blocks(text: &str) -> Vec<Block> {
+/// The repository's root.
+pub(crate) fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The pages under docs/ a reader of the `kelson` command reads, as (path from the root, text):
+/// every Markdown file but the guide's, in a stable order.
+pub(crate) fn doc_pages() -> Vec<(String, String)> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.unwrap().path())
+            .collect();
+        entries.sort();
+        for path in entries {
+            if path.is_dir() {
+                if path.file_name().is_some_and(|n| n != "guide") {
+                    walk(&path, out);
+                }
+            } else if path.extension().is_some_and(|e| e == "md") {
+                out.push(path);
+            }
+        }
+    }
+    let root = root();
+    let mut paths = Vec::new();
+    walk(&root.join("docs"), &mut paths);
+    paths
+        .into_iter()
+        .map(|path| {
+            let name = path.strip_prefix(&root).unwrap().display().to_string();
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+            (name, text)
+        })
+        .collect()
+}
+
+pub(crate) fn blocks(text: &str) -> Vec<Block> {
     let mut out = Vec::new();
     let mut section = String::new();
     let mut current: Option<Vec<String>> = None;
@@ -87,7 +136,7 @@ fn strip_comment(line: &str) -> &str {
 
 /// Splits a command line into words as a shell would for these lines: quotes, `$NAME` and `~`
 /// at the start of a word expanded from `vars`.
-fn words(line: &str, vars: &HashMap<&str, String>) -> Vec<String> {
+pub(crate) fn words(line: &str, vars: &HashMap<&str, String>) -> Vec<String> {
     let mut out = Vec::new();
     let mut word = String::new();
     let mut in_word = false;
@@ -142,9 +191,9 @@ fn words(line: &str, vars: &HashMap<&str, String>) -> Vec<String> {
 }
 
 /// A server a block started (or the sample one), stopped when dropped.
-struct Running {
+pub(crate) struct Running {
     child: Child,
-    authority: String,
+    pub(crate) authority: String,
 }
 
 impl Drop for Running {
@@ -157,16 +206,16 @@ impl Drop for Running {
 }
 
 /// What the README commands run in: the scratch home, the environment, the servers.
-struct Reader {
-    home: TempDir,
+pub(crate) struct Reader {
+    pub(crate) home: TempDir,
     bin: PathBuf,
-    servers: HashMap<&'static str, Running>,
+    pub(crate) servers: HashMap<&'static str, Running>,
     /// Servers a block's own server stands in for, put back when the block ends.
     displaced: Vec<(&'static str, Running)>,
 }
 
 impl Reader {
-    fn new() -> Reader {
+    pub(crate) fn new() -> Reader {
         let home = TempDir::new();
         std::fs::create_dir_all(home.join("notes")).unwrap();
         std::fs::write(home.join("notes/todo.md"), "- read the README\n").unwrap();
@@ -188,7 +237,7 @@ impl Reader {
         reader
     }
 
-    fn vars(&self) -> HashMap<&'static str, String> {
+    pub(crate) fn vars(&self) -> HashMap<&'static str, String> {
         let mut vars = HashMap::new();
         vars.insert("HOME", self.home.path().display().to_string());
         vars.insert("PWD", self.home.path().display().to_string());
@@ -198,7 +247,7 @@ impl Reader {
     }
 
     /// The README's addresses and example paths, mapped to this run's.
-    fn localize(&self, word: &str) -> String {
+    pub(crate) fn localize(&self, word: &str) -> String {
         let mut word = word.replace("/home/you", &self.home.path().display().to_string());
         word = word.replace(
             "/var/lib/app.db",
@@ -210,7 +259,7 @@ impl Reader {
         word
     }
 
-    fn command(&self, words: &[String]) -> Command {
+    pub(crate) fn command(&self, words: &[String]) -> Command {
         let program = if words[0] == "kelson" || words[0] == "conformance-server" {
             self.bin.join(&words[0])
         } else {
@@ -300,7 +349,7 @@ impl Reader {
     }
 
     /// Ends the servers a block started and puts back the ones they stood in for.
-    fn end_block(&mut self, before: &[&'static str]) {
+    pub(crate) fn end_block(&mut self, before: &[&'static str]) {
         self.servers.retain(|k, _| before.contains(k));
         for (address, server) in self.displaced.drain(..).rev() {
             self.servers.insert(address, server);
@@ -308,7 +357,7 @@ impl Reader {
     }
 
     /// Runs one README line.
-    fn run(&mut self, section: &str, line: &str) {
+    pub(crate) fn run(&mut self, section: &str, line: &str) {
         let program = line.split_whitespace().next().unwrap_or_default();
         if NOT_RUN.contains(&program) || program == "export" {
             return;
@@ -480,12 +529,18 @@ impl Reader {
 
 #[test]
 fn the_readme_blocks_are_found() {
-    let blocks = blocks(&readme());
-    let commands: usize = blocks.iter().map(|b| b.commands.len()).sum();
+    let found = blocks(&readme());
+    let commands: usize = found.iter().map(|b| b.commands.len()).sum();
     assert!(
-        commands > 20,
+        commands > 10,
         "{commands} commands in the README's sh blocks"
     );
+    let in_docs: usize = doc_pages()
+        .iter()
+        .flat_map(|(_, text)| blocks(text))
+        .map(|b| b.commands.len())
+        .sum();
+    assert!(in_docs > 25, "{in_docs} commands in the docs' sh blocks");
     let line = "kelson call x --arg a=\"b c\" --url ...   # the comment";
     assert_eq!(
         strip_comment(line).trim_end(),
@@ -510,19 +565,38 @@ fn the_readme_blocks_are_found() {
     );
 }
 
-#[test]
-fn every_command_in_the_readme_runs() {
-    let text = readme();
-    let mut reader = Reader::new();
+/// Runs every `sh` block of `text`; the number of lines run.
+fn run_blocks(reader: &mut Reader, document: &str, text: &str) -> usize {
     let mut ran = 0;
-    for block in blocks(&text) {
+    for block in blocks(text) {
         // Servers a block starts serve that block only; the sample serves them all.
         let before: Vec<&'static str> = reader.servers.keys().copied().collect();
+        let section = format!("{document}: {}", block.section);
         for line in &block.commands {
-            reader.run(&block.section, line);
+            reader.run(&section, line);
             ran += 1;
         }
         reader.end_block(&before);
     }
-    assert!(ran > 20, "ran {ran} lines");
+    ran
+}
+
+#[test]
+fn every_command_in_the_readme_runs() {
+    let text = readme();
+    let mut reader = Reader::new();
+    let ran = run_blocks(&mut reader, "README.md", &text);
+    assert!(ran > 10, "ran {ran} lines");
+}
+
+#[test]
+fn every_command_in_the_docs_runs() {
+    // The conformance fixture the client pages start is built beside kelson.
+    let _ = super::harness::stdio_server();
+    let mut reader = Reader::new();
+    let mut ran = 0;
+    for (name, text) in doc_pages() {
+        ran += run_blocks(&mut reader, &name, &text);
+    }
+    assert!(ran > 25, "ran {ran} lines");
 }

@@ -218,7 +218,7 @@ fn mcp_serve_with_auth_answers_401_without_a_token_and_serves_with_one() {
         .collect();
     assert!(tools.contains(&"list_tables".to_owned()), "{tools:?}");
 
-    // The kelson client verbs, as the README's walk-through runs them.
+    // The kelson client verbs, as docs/serve/authorization.md's walk-through runs them.
     let header = format!("Authorization: Bearer {token}");
     let run = serve.run(&["tools", "--header", &header], "");
     run.expect_code(0);

@@ -9,7 +9,7 @@
 //! - `python`: the official Python SDK's client forced to the handshake (`mode="legacy"`) over stdio.
 //! - `modern`: the TypeScript v2 and Python clients pinned to 2026-07-28 against the same server,
 //!   and the TypeScript v2 client in its default mode (the handshake era).
-//! - `sessions`: the session bounds the README names, through the binary.
+//! - `sessions`: the session bounds docs/serve/hosts.md names, through the binary.
 //! - `login`: `kelson auth login` and the client verbs against `kelson serve` behind a real
 //!   authorization server: the browser step scripted, refresh, step-up, logout.
 //!

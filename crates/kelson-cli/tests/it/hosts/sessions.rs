@@ -1,4 +1,4 @@
-//! The session bounds the README's host section names, through the binary: `--max-sessions` and
+//! The session bounds docs/serve/hosts.md names, through the binary: `--max-sessions` and
 //! `--session-idle` as the start-up log states them, `initialize` refused with 503 beyond the
 //! bound, and an idle session ended (404) so that a new one fits.
 

@@ -7,6 +7,7 @@
 
 mod auth;
 mod databases;
+mod docs;
 mod http;
 mod observability;
 mod server;
@@ -364,28 +365,14 @@ fn bad_values_name_their_key() {
 }
 
 #[test]
-fn the_readme_shows_the_example_file() {
-    let readme = include_str!("../../../../../../README.md");
-    let start = readme
-        .find("```toml\n")
-        .expect("a TOML block in the README")
-        + 8;
-    let end = start + readme[start..].find("```").expect("the block ends");
-    assert_eq!(
-        &readme[start..end],
-        include_str!("../../../../../../examples/kelson.toml"),
-        "the README's TOML block is examples/kelson.toml"
-    );
-}
-
-#[test]
 fn the_example_file_parses() {
     let text = include_str!("../../../../../../examples/kelson.toml");
     let file = parse(text).expect("examples/kelson.toml parses");
     let s = resolve(&args(&[]), Some((file, PathBuf::from("/etc/mcp"))), &env)
         .expect("examples/kelson.toml is valid");
-    assert!(s.databases.len() >= 2, "{s:?}");
-    assert!(s.sample.is_some() && !s.roots.is_empty() && s.server.state_key.is_some());
+    // As shipped it serves what every machine has: the sample, and the examples folder itself.
+    assert!(s.databases.is_empty(), "{:?}", s.databases);
+    assert!(s.sample.is_some() && s.roots.len() == 1 && s.server.state_key.is_none());
 }
 
 #[test]
