@@ -44,12 +44,7 @@ pub const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 /// assert_eq!(name_source("tools/list"), None);
 /// ```
 pub fn name_source(method: &str) -> Option<&'static str> {
-    match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
-        _ => None,
-    }
+    kelson_types::Method::parse(method).name_param()
 }
 
 #[cfg(test)]

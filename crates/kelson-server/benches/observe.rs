@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use kelson_server::observe::{Metrics, RequestLog, Transport};
 use kelson_server::transport::{Outcome, RequestIo};
 use kelson_server::{RequestContext, Server, ServerBuilder};
-use kelson_types::{CallToolResult, JsonObject, Tool};
+use kelson_types::{CallToolResult, JsonObject, Method, Tool};
 use serde_json::{Value, json};
 
 const ROUNDS: usize = 7;
@@ -100,7 +100,7 @@ fn probe_ns(server: &Server, threads: usize) -> f64 {
                         let start = Instant::now();
                         for _ in 0..n {
                             let mut probe = server.probe(Transport::Http);
-                            probe.set_request(black_box(&id), black_box("tools/call"));
+                            probe.set_request(black_box(&id), black_box(&Method::CallTool));
                             probe.finish(Outcome::Success);
                         }
                         start.elapsed()

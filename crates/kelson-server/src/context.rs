@@ -6,7 +6,7 @@ use kelson_jsonrpc::{ErrorObject, Id};
 use kelson_types::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, Implementation, InputRequest, JsonObject, ListRootsResult, LoggingLevel,
-    LoggingMessageNotificationParams, ProgressNotificationParams, RequestMeta,
+    LoggingMessageNotificationParams, Method, ProgressNotificationParams, RequestMeta,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -14,28 +14,8 @@ use serde_json::{Value, json};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use crate::error::{HandlerError, InputRequired};
+use crate::router::NotificationSink;
 use crate::{Principal, Server};
-
-/// Where a request's notifications go: its SSE stream on HTTP, stdout on stdio.
-///
-/// Each call carries one complete JSON-RPC notification, compact, without a trailing newline.
-pub trait NotificationSink: Send + Sync {
-    /// Queues one message for delivery before the request's final response.
-    fn send(&self, message: Vec<u8>);
-
-    /// Queues a server-to-client request of a handshake-era session (elicitation, sampling,
-    /// roots), which unlike a progress or log notification must not be dropped when the client is
-    /// slow: the request waits for its answer. By default the same as [`send`](Self::send).
-    fn send_request(&self, message: Vec<u8>) {
-        self.send(message);
-    }
-}
-
-impl<F: Fn(Vec<u8>) + Send + Sync> NotificationSink for F {
-    fn send(&self, message: Vec<u8>) {
-        self(message);
-    }
-}
 
 /// Everything a handler may know about and do for the request it serves.
 ///
@@ -44,7 +24,9 @@ impl<F: Fn(Vec<u8>) + Send + Sync> NotificationSink for F {
 /// reporter, a log sink and the MRTR answers gathered so far.
 pub struct RequestContext {
     pub(crate) id: Id,
-    pub(crate) method: &'static str,
+    /// One of the spec's methods: `tools/call`, `resources/read`, `prompts/get` or
+    /// `completion/complete`.
+    pub(crate) method: Method<'static>,
     pub(crate) meta: Box<RequestMeta>,
     pub(crate) principal: Principal,
     pub(crate) cancel: CancellationToken,
@@ -86,7 +68,7 @@ impl RequestContext {
         server: &Server,
         io: &crate::transport::RequestIo<'_>,
         id: Id,
-        method: &'static str,
+        method: Method<'static>,
         meta: Box<RequestMeta>,
         mrtr: Mrtr,
     ) -> Self {
@@ -126,7 +108,7 @@ impl RequestContext {
     ) -> Self {
         RequestContext {
             id,
-            method: "tools/call",
+            method: Method::CallTool,
             meta,
             principal,
             cancel,
@@ -170,7 +152,8 @@ impl RequestContext {
 
     /// The method being served (`tools/call`, `resources/read`, ...).
     pub fn method(&self) -> &'static str {
-        self.method
+        // A context is made only for a method of the spec, whose name is `'static`.
+        self.method.known_name().unwrap_or_default()
     }
 
     /// The request's `_meta`, including keys this library does not interpret.
@@ -293,7 +276,7 @@ impl RequestContext {
             total,
             message: message.map(str::to_owned),
         };
-        send(sink.as_ref(), "notifications/progress", &params);
+        send(sink.as_ref(), &Method::Progress, &params);
     }
 
     /// Whether a log message at `level` would be delivered: the request set a `logLevel` at or below it.
@@ -319,7 +302,7 @@ impl RequestContext {
             data,
         };
         if let Some(sink) = &self.sink {
-            send(sink.as_ref(), "notifications/message", &params);
+            send(sink.as_ref(), &Method::LoggingMessage, &params);
         }
     }
 
@@ -495,9 +478,9 @@ impl RequestContext {
     }
 }
 
-fn send<T: Serialize>(sink: &dyn NotificationSink, method: &str, params: &T) {
+fn send<T: Serialize>(sink: &dyn NotificationSink, method: &Method<'_>, params: &T) {
     let mut out = Vec::with_capacity(128);
-    if kelson_jsonrpc::write_notification(&mut out, method, params).is_ok() {
+    if kelson_jsonrpc::write_notification(&mut out, method.as_str(), params).is_ok() {
         sink.send(out);
     }
 }
@@ -515,7 +498,7 @@ mod tests {
             &server,
             &crate::transport::RequestIo::plain(&server),
             Id::Int(1),
-            "tools/call",
+            Method::CallTool,
             Box::new(RequestMeta::latest(
                 ClientCapabilities::default().with_elicitation_form(),
             )),

@@ -5,7 +5,7 @@ use kelson_types::{Icon, JsonObject, Prompt, PromptArgument, Tool, ToolAnnotatio
 use serde_json::Value;
 
 use crate::BuildError;
-use crate::handler::func::Shape;
+use crate::handler::shape::Shape;
 use crate::scopes::{Scoped, Scopes};
 use crate::tasks::{TaskPolicy, TaskStart, TaskSupport};
 

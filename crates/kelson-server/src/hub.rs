@@ -13,7 +13,7 @@ use std::task::{Context, Poll};
 use futures_util::Stream;
 use futures_util::stream::BoxStream;
 use kelson_jsonrpc::Id;
-use kelson_types::{Implementation, SubscriptionFilter};
+use kelson_types::{Implementation, Method, SubscriptionFilter};
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
@@ -97,7 +97,7 @@ impl ListenStream {
         });
         kelson_jsonrpc::write_notification(
             &mut ack,
-            "notifications/subscriptions/acknowledged",
+            Method::SubscriptionsAcknowledged.as_str(),
             &ack_params,
         )
         .expect("acknowledgement serializes");
@@ -186,13 +186,13 @@ struct State {
 }
 
 impl State {
-    fn notification(&self, method: &str, mut params: Map<String, Value>) -> Vec<u8> {
+    fn notification(&self, method: &Method<'_>, mut params: Map<String, Value>) -> Vec<u8> {
         params.insert(
             "_meta".to_owned(),
             json!({ kelson_types::meta_keys::SUBSCRIPTION_ID: self.id.to_value() }),
         );
         let mut out = Vec::with_capacity(128);
-        kelson_jsonrpc::write_notification(&mut out, method, &params)
+        kelson_jsonrpc::write_notification(&mut out, method.as_str(), &params)
             .expect("notification serializes");
         out
     }
@@ -201,18 +201,18 @@ impl State {
         let f = &self.filter;
         match event {
             HubEvent::ToolsChanged if f.tools_list_changed == Some(true) => {
-                Some(self.notification("notifications/tools/list_changed", Map::new()))
+                Some(self.notification(&Method::ToolListChanged, Map::new()))
             }
             HubEvent::PromptsChanged if f.prompts_list_changed == Some(true) => {
-                Some(self.notification("notifications/prompts/list_changed", Map::new()))
+                Some(self.notification(&Method::PromptListChanged, Map::new()))
             }
             HubEvent::ResourcesChanged if f.resources_list_changed == Some(true) => {
-                Some(self.notification("notifications/resources/list_changed", Map::new()))
+                Some(self.notification(&Method::ResourceListChanged, Map::new()))
             }
             HubEvent::ResourceUpdated(uri) if self.subscribed_to(uri) && self.may_read(uri) => {
                 let mut params = Map::new();
                 params.insert("uri".to_owned(), Value::from(&**uri));
-                Some(self.notification("notifications/resources/updated", params))
+                Some(self.notification(&Method::ResourceUpdated, params))
             }
             HubEvent::TaskChanged(notice)
                 if notice.owner == self.owner
@@ -223,7 +223,7 @@ impl State {
                 let Ok(Value::Object(params)) = serde_json::to_value(&notice.task) else {
                     return None;
                 };
-                Some(self.notification("notifications/tasks", params))
+                Some(self.notification(&Method::TaskChanged, params))
             }
             _ => None,
         }
@@ -234,7 +234,7 @@ impl State {
     /// subscription that contains it. Queued, since one event may yield several messages.
     fn render_under(&mut self, prefix: &str) {
         if self.filter.resources_list_changed == Some(true) {
-            let msg = self.notification("notifications/resources/list_changed", Map::new());
+            let msg = self.notification(&Method::ResourceListChanged, Map::new());
             self.queue.push_back(msg);
         }
         let mut uris: Vec<&str> = Vec::new();
@@ -255,7 +255,7 @@ impl State {
             .map(|uri| {
                 let mut params = Map::new();
                 params.insert("uri".to_owned(), Value::from(uri));
-                self.notification("notifications/resources/updated", params)
+                self.notification(&Method::ResourceUpdated, params)
             })
             .collect();
         self.queue.extend(messages);
@@ -281,7 +281,7 @@ impl State {
             if self.may_read(uri) {
                 let mut params = Map::new();
                 params.insert("uri".to_owned(), Value::from(uri.as_str()));
-                messages.push(self.notification("notifications/resources/updated", params));
+                messages.push(self.notification(&Method::ResourceUpdated, params));
             }
         }
         self.queue.extend(messages);

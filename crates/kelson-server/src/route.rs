@@ -7,8 +7,8 @@ use kelson_types::{Prompt, Resource, ResourceTemplate, Tool};
 
 use crate::BuildError;
 use crate::defs::{PromptDef, ToolDef};
-use crate::handler::extract::{StateMap, StateNeed};
 use crate::handler::func::{FnPrompt, FnResource, FnTool, PromptFn, ResourceFn, ToolFn};
+use crate::handler::shape::{StateMap, StateNeed};
 use crate::handler::{PromptHandler, ResourceHandler, ToolHandler};
 use crate::hub::HubEvent;
 use crate::registry::{PromptEntry, Registry, ResourceEntry, ToolEntry, UriTemplate};

@@ -5,11 +5,12 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use kelson_jsonrpc::ErrorObject;
-use kelson_types::JsonObject;
+use kelson_types::{JsonObject, Method};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::shape::StateNeed;
 use crate::schema::schema_object;
 use crate::{HandlerError, Principal, RequestContext, Server};
 
@@ -24,13 +25,14 @@ pub struct CallParts {
     ctx: Option<RequestContext>,
     args: Option<JsonObject>,
     uri: Option<String>,
-    method: &'static str,
+    /// `tools/call`, `prompts/get` or `resources/read`.
+    method: Method<'static>,
 }
 
 impl CallParts {
     pub(crate) fn new(ctx: RequestContext, args: JsonObject, uri: Option<String>) -> Self {
         CallParts {
-            method: ctx.method(),
+            method: ctx.method.clone(),
             ctx: Some(ctx),
             args: Some(args),
             uri,
@@ -55,7 +57,8 @@ impl CallParts {
 
     /// The method being served: `tools/call`, `prompts/get` or `resources/read`.
     pub fn method(&self) -> &'static str {
-        self.method
+        // Made only for a method of the spec, whose name is `'static`.
+        self.method.known_name().unwrap_or_default()
     }
 
     /// The URI a `resources/read` asked for.
@@ -79,23 +82,6 @@ pub enum ExtractKind {
     Context,
     /// Looks at the call without taking anything (first pass).
     Other,
-}
-
-/// A state type a handler needs, checked when it is registered.
-#[doc(hidden)]
-#[derive(Clone, Copy, Debug)]
-pub struct StateNeed {
-    pub(crate) type_id: TypeId,
-    pub(crate) type_name: &'static str,
-}
-
-impl StateNeed {
-    fn of<S: 'static>() -> Self {
-        StateNeed {
-            type_id: TypeId::of::<S>(),
-            type_name: std::any::type_name::<S>(),
-        }
-    }
 }
 
 /// A value a handler function takes as a parameter, extracted from the call.
@@ -155,7 +141,7 @@ where
 
     fn from_call(parts: &mut CallParts) -> Result<Self, HandlerError> {
         let args = parts.args.take().unwrap_or_default();
-        decode_arguments(args, parts.method)
+        decode_arguments(args, &parts.method)
     }
 
     fn arguments_schema() -> Option<JsonObject> {
@@ -166,7 +152,7 @@ where
 /// Decodes `args` as `T`. A raw [`JsonObject`] is passed through as it came, without a copy.
 pub(crate) fn decode_arguments<T: DeserializeOwned + 'static>(
     args: JsonObject,
-    method: &str,
+    method: &Method<'_>,
 ) -> Result<T, HandlerError> {
     if TypeId::of::<T>() == TypeId::of::<JsonObject>() {
         let boxed: Box<dyn Any> = Box::new(args);
@@ -179,7 +165,7 @@ pub(crate) fn decode_arguments<T: DeserializeOwned + 'static>(
         // schema. spec 2026-07-28 server/tools: a tool reports bad input in an `isError` result the
         // model can read; a prompt or resource answers -32602.
         let message = format!("Invalid arguments: {e}");
-        if method == kelson_types::method_names::TOOLS_CALL {
+        if matches!(method, Method::CallTool) {
             HandlerError::Failed(message)
         } else {
             HandlerError::invalid_params(message)
@@ -280,26 +266,5 @@ impl<S: Send + Sync + 'static> FromCall for State<S> {
 
     fn state_need() -> Option<StateNeed> {
         Some(StateNeed::of::<S>())
-    }
-}
-
-/// The states a server was built with, by type.
-#[derive(Default, Clone)]
-pub(crate) struct StateMap {
-    map: std::collections::HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
-}
-
-impl StateMap {
-    pub(crate) fn insert<S: Send + Sync + 'static>(&mut self, state: Arc<S>) {
-        self.map.insert(TypeId::of::<S>(), state);
-    }
-
-    pub(crate) fn get<S: Send + Sync + 'static>(&self) -> Option<Arc<S>> {
-        let any = Arc::clone(self.map.get(&TypeId::of::<S>())?);
-        any.downcast::<S>().ok()
-    }
-
-    pub(crate) fn has(&self, need: &StateNeed) -> bool {
-        self.map.contains_key(&need.type_id)
     }
 }

@@ -8,25 +8,11 @@ use std::sync::Arc;
 use kelson_types::{GetPromptResult, JsonObject, ResourceContents};
 use serde_json::Value;
 
-use super::extract::{CallParts, ExtractKind, FromCall, StateNeed};
+use super::extract::{CallParts, ExtractKind, FromCall};
 use super::output::{IntoPromptResult, IntoReadResult, IntoToolResult};
+use super::shape::Shape;
 use super::{BoxFuture, PromptHandler, ResourceHandler, TemplateVars, ToolHandler, ToolResult};
 use crate::{HandlerError, RequestContext};
-
-/// What registration learns from a handler function's signature.
-#[doc(hidden)]
-#[derive(Debug, Default, Clone)]
-pub struct Shape {
-    /// The schema of its arguments parameter, if it has one.
-    pub(crate) arguments: Option<JsonObject>,
-    /// The output schema its return type declares.
-    pub(crate) output: Option<JsonObject>,
-    /// Whether its structured output is put under `result` (a [`Json<T>`](super::Json) whose
-    /// schema is not an object).
-    pub(crate) wrap_output: bool,
-    /// The states it reads.
-    pub(crate) states: Vec<StateNeed>,
-}
 
 /// Counts the parameters of one kind, at compile time.
 #[doc(hidden)]

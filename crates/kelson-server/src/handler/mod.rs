@@ -6,24 +6,19 @@
 pub(crate) mod extract;
 pub(crate) mod func;
 pub(crate) mod output;
+mod result;
+pub(crate) mod shape;
 #[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::pin::Pin;
 
-use kelson_types::{
-    CallToolResult, CompleteRequestParams, GetPromptResult, JsonObject, ResourceContents,
-};
+use kelson_types::{CompleteRequestParams, GetPromptResult, JsonObject, ResourceContents};
+
+pub use result::{BoxFuture, ToolResult};
 
 use crate::{HandlerError, RequestContext};
-
-/// A boxed, sendable future.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
-
-/// What a tool handler returns.
-pub type ToolResult = Result<CallToolResult, HandlerError>;
 
 /// Serves `tools/call` for one tool. The arguments have passed the tool's `inputSchema`.
 pub trait ToolHandler: Send + Sync + 'static {

@@ -10,96 +10,22 @@
 //! handler, the state's integrity checks and the one-time approvals built on them work unchanged.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use kelson_jsonrpc::{ErrorObject, Id, RawValue};
+use kelson_types::Method;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tokio::sync::oneshot;
 
 use super::LegacySession;
-use crate::context::NotificationSink;
+use super::outbound::Outbound;
+use crate::router::NotificationSink;
 use crate::router::{CallFields, Outcome, Prepared, Reply, RequestIo, error_reply};
 use crate::{Principal, Server};
 
 /// The most rounds of input one request may take before it is refused; a handler that keeps
 /// asking would otherwise hold the request forever.
 const MAX_ROUNDS: usize = 16;
-
-/// What an answer to a server-to-client request carries: the result, or the client's error.
-type Answer = Result<Box<RawValue>, ErrorObject>;
-
-/// The server-to-client requests waiting for their answers, across every session and transport.
-///
-/// Each request is bound to whoever it was sent to: the principal of the request that asked (its
-/// [`Principal::id`], empty when anonymous) and, where there is one, the session. Its id is 128
-/// random bits of its own, so one id seen tells nothing of another. An answer is taken only from
-/// the same principal on the same session; from anyone else it is refused exactly as an answer to
-/// an unknown id is, and the request keeps waiting for its own client.
-///
-/// [`Principal::id`]: crate::Principal::id
-#[derive(Default)]
-pub(crate) struct Outbound {
-    pending: Mutex<HashMap<String, Pending>>,
-}
-
-struct Pending {
-    /// The session asked, when there is one (stateless legacy HTTP has none).
-    session: Option<String>,
-    /// The principal asked ([`Principal::id`](crate::Principal::id)).
-    owner: String,
-    answer: oneshot::Sender<Answer>,
-}
-
-/// A fresh server-to-client request id: `s-` and 128 bits from the operating system's CSPRNG.
-fn request_id() -> String {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).expect("the operating system provides random bytes");
-    let mut id = String::with_capacity(34);
-    id.push_str("s-");
-    for b in bytes {
-        use std::fmt::Write as _;
-        let _ = write!(id, "{b:02x}");
-    }
-    id
-}
-
-impl Outbound {
-    fn register(
-        &self,
-        session: Option<&str>,
-        owner: String,
-    ) -> (String, oneshot::Receiver<Answer>) {
-        let (tx, rx) = oneshot::channel();
-        let mut pending = self.pending.lock().expect("outbound lock");
-        let id = loop {
-            let id = request_id();
-            if !pending.contains_key(&id) {
-                break id;
-            }
-        };
-        pending.insert(
-            id.clone(),
-            Pending {
-                session: session.map(str::to_owned),
-                owner,
-                answer: tx,
-            },
-        );
-        (id, rx)
-    }
-
-    fn forget(&self, id: &str) {
-        self.pending.lock().expect("outbound lock").remove(id);
-    }
-
-    /// How many server-to-client requests wait for an answer.
-    pub(crate) fn waiting(&self) -> usize {
-        self.pending.lock().expect("outbound lock").len()
-    }
-}
 
 /// Removes a pending request when its waiter goes away, answered or not; one left unanswered
 /// (the request that asked was cancelled, or the session ended) is cancelled on the client too.
@@ -119,7 +45,7 @@ impl Drop for Forget<'_> {
             let mut note = Vec::with_capacity(128);
             if kelson_jsonrpc::write_notification(
                 &mut note,
-                "notifications/cancelled",
+                Method::Cancelled.as_str(),
                 &json!({"requestId": self.id, "reason": "the request that asked for this ended"}),
             )
             .is_ok()
@@ -168,23 +94,18 @@ impl Server {
         let Some(Id::Str(id)) = &response.id else {
             return false;
         };
-        let outbound = &self.inner.outbound;
-        let mut pending = outbound.pending.lock().expect("outbound lock");
-        let belongs = pending.get(&**id).is_some_and(|p| {
-            p.session.as_deref() == session.map(|s| s.id()) && p.owner == principal.id()
-        });
-        if !belongs {
-            return false;
-        }
-        let Some(waiting) = pending.remove(&**id) else {
+        let Some(waiting) =
+            self.inner
+                .outbound
+                .take(id, session.map(LegacySession::id), &principal.id())
+        else {
             return false;
         };
-        drop(pending);
         let answer = match &response.outcome {
             Ok(raw) => Ok((*raw).to_owned()),
             Err(e) => Err(e.clone()),
         };
-        waiting.answer.send(answer).is_ok()
+        waiting.send(answer).is_ok()
     }
 
     /// How many server-to-client requests wait for their answers (for tests and metrics).
@@ -200,11 +121,8 @@ impl Server {
         req: Prepared<'_>,
         mut io: RequestIo<'_>,
     ) -> Reply {
-        if !matches!(
-            req.method.as_ref(),
-            "tools/call" | "prompts/get" | "resources/read"
-        ) {
-            return self.dispatch(req, io).await;
+        if !req.method.allows_input_required() {
+            return self.check_and_dispatch(req, io).await;
         }
         let req = req.into_owned();
         let id = req.id.clone();
@@ -228,7 +146,7 @@ impl Server {
                 close: io.close.clone(),
                 probe: io.probe.as_deref_mut(),
             };
-            let reply = self.dispatch(round, round_io).await;
+            let reply = self.check_and_dispatch(round, round_io).await;
             let Reply::Message(m) = &reply else {
                 return reply;
             };
@@ -288,6 +206,15 @@ impl Server {
             "the handler asked for input more than {MAX_ROUNDS} times"
         ));
         Reply::Message(error_reply(Some(&id), &e, false))
+    }
+
+    /// Checks a request of the session (every round is one, checked against the registry as it
+    /// is then) and dispatches it.
+    async fn check_and_dispatch(&self, req: Prepared<'_>, mut io: RequestIo<'_>) -> Reply {
+        match self.check_to_dispatch(req, io.probe_mut()) {
+            Ok(checked) => self.dispatch(checked, io).await,
+            Err(reply) => Reply::Message(reply),
+        }
     }
 
     /// Sends every input request to the client at once and gathers the answers by key.
@@ -370,7 +297,7 @@ impl Server {
 /// `roots/list` takes no params.
 fn legacy_params(version: &str, method: &str, params: Option<Value>) -> Value {
     let mut params = params.unwrap_or_else(|| json!({}));
-    if method == "elicitation/create"
+    if matches!(Method::parse(method), Method::Elicit)
         && version == "2025-11-25"
         && let Some(object) = params.as_object_mut()
         && object.get("mode").and_then(Value::as_str) == Some("url")

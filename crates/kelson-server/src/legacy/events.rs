@@ -6,6 +6,7 @@ use std::task::{Context, Poll};
 
 use futures_util::Stream;
 use futures_util::stream::BoxStream;
+use kelson_types::Method;
 use serde_json::json;
 use tokio::sync::broadcast;
 
@@ -34,9 +35,10 @@ impl Stream for LegacyNotifications {
     }
 }
 
-fn notification(method: &str, params: serde_json::Value) -> Vec<u8> {
+fn notification(method: &Method<'_>, params: serde_json::Value) -> Vec<u8> {
     let mut out = Vec::with_capacity(96);
-    kelson_jsonrpc::write_notification(&mut out, method, &params).expect("notification serializes");
+    kelson_jsonrpc::write_notification(&mut out, method.as_str(), &params)
+        .expect("notification serializes");
     out
 }
 
@@ -49,19 +51,13 @@ impl LegacySession {
         let registry = server.inner.registry.load();
         let mut out = Vec::with_capacity(3);
         if registry.has_tools() {
-            out.push(notification("notifications/tools/list_changed", json!({})));
+            out.push(notification(&Method::ToolListChanged, json!({})));
         }
         if registry.has_prompts() {
-            out.push(notification(
-                "notifications/prompts/list_changed",
-                json!({}),
-            ));
+            out.push(notification(&Method::PromptListChanged, json!({})));
         }
         if registry.has_resources() {
-            out.push(notification(
-                "notifications/resources/list_changed",
-                json!({}),
-            ));
+            out.push(notification(&Method::ResourceListChanged, json!({})));
         }
         out
     }
@@ -90,25 +86,25 @@ impl LegacySession {
                 let registry = st.server.inner.registry.load();
                 let message = match event {
                     Ok(HubEvent::ToolsChanged) if registry.has_tools() => {
-                        notification("notifications/tools/list_changed", json!({}))
+                        notification(&Method::ToolListChanged, json!({}))
                     }
                     Ok(HubEvent::PromptsChanged) if registry.has_prompts() => {
-                        notification("notifications/prompts/list_changed", json!({}))
+                        notification(&Method::PromptListChanged, json!({}))
                     }
                     Ok(HubEvent::ResourcesChanged) if registry.has_resources() => {
-                        notification("notifications/resources/list_changed", json!({}))
+                        notification(&Method::ResourceListChanged, json!({}))
                     }
                     Ok(HubEvent::ResourceUpdated(uri))
                         if st.session.subscribed_to(&uri)
                             && st.session.may_read(&registry, &uri) =>
                     {
-                        notification("notifications/resources/updated", json!({ "uri": &*uri }))
+                        notification(&Method::ResourceUpdated, json!({ "uri": &*uri }))
                     }
                     // Notifications were lost: the client re-lists what it follows.
                     Err(broadcast::error::RecvError::Lagged(_)) | Ok(HubEvent::Resync)
                         if registry.has_resources() =>
                     {
-                        notification("notifications/resources/list_changed", json!({}))
+                        notification(&Method::ResourceListChanged, json!({}))
                     }
                     Err(broadcast::error::RecvError::Closed) => return None,
                     _ => continue,

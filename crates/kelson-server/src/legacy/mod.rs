@@ -21,8 +21,10 @@
 //! [spec]: https://modelcontextprotocol.io/specification/2026-07-28/basic/versioning
 
 mod bridge;
+mod eras;
 mod events;
 mod limits;
+mod outbound;
 mod subscribe;
 
 use std::collections::{BTreeSet, HashMap};
@@ -30,34 +32,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use kelson_jsonrpc::{ErrorObject, Id, RawValue};
-use kelson_types::{ClientCapabilities, Implementation, LoggingLevel};
+use kelson_types::{ClientCapabilities, Implementation, LoggingLevel, Method};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use bridge::Outbound;
+pub use eras::{Eras, LEGACY_VERSIONS};
 pub use events::LegacyNotifications;
 pub(crate) use limits::Kept;
 pub use limits::{DECLARATION_FACTOR, SessionLimits, URI_OVERHEAD};
+pub(crate) use outbound::Outbound;
 
 use crate::observe::RequestEra;
 use crate::router::{Outcome, Prepared, Reply, ReplyMessage, RequestIo, error_reply};
 use crate::{Principal, Server};
-
-/// The handshake-era revisions this server speaks, newest first. `initialize` settles on the one
-/// the client asks for when it is here, and otherwise on the newest.
-pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
-
-/// Which protocol eras a server serves.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Eras {
-    /// Both: modern requests statelessly, and `initialize` sessions for handshake-era clients
-    /// (the hosts most people run still speak only that era).
-    #[default]
-    Both,
-    /// 2026-07-28 only: `initialize` is answered with -32022 naming the supported versions.
-    ModernOnly,
-}
 
 /// What one `initialize` settled, for the requests that follow it on the same stdio process or
 /// HTTP session. Cloning is cheap: every clone is the same session.
@@ -135,10 +123,10 @@ impl LegacySession {
 
     /// Takes a notification the client sent on this session: `notifications/initialized`, and
     /// `notifications/cancelled` for a request of the session still in flight. Others are ignored.
-    pub fn notification(&self, method: &str, params: Option<&RawValue>) {
+    pub fn notification(&self, method: &Method<'_>, params: Option<&RawValue>) {
         match method {
-            "notifications/initialized" => self.inner.initialized.store(true, Ordering::Relaxed),
-            "notifications/cancelled" => {
+            Method::Initialized => self.inner.initialized.store(true, Ordering::Relaxed),
+            Method::Cancelled => {
                 #[derive(Deserialize)]
                 struct Cancel {
                     #[serde(rename = "requestId")]
@@ -406,7 +394,7 @@ impl Server {
     /// modern request without its `_meta` envelope would be (-32602), since that is what it is to
     /// a server that has no session for it.
     pub fn without_session(&self, req: &Prepared<'_>) -> ReplyMessage {
-        if req.method == "ping" {
+        if matches!(req.method, Method::Ping) {
             return self.result_reply(&req.id, &json!({}), Outcome::Success);
         }
         let what = if req.params.is_none() {
@@ -442,13 +430,13 @@ impl Server {
         let empty = |server: &Server| {
             Reply::Message(server.result_reply(&id, &json!({}), Outcome::Success))
         };
-        match req.method.as_ref() {
-            "ping" => return empty(self),
-            "initialize" => {
+        match req.method {
+            Method::Ping => return empty(self),
+            Method::Initialize => {
                 let e = ErrorObject::invalid_request("the session is already initialized");
                 return Reply::Message(error_reply(Some(&id), &e, false));
             }
-            "logging/setLevel" => {
+            Method::SetLevel => {
                 #[derive(Deserialize)]
                 struct SetLevel {
                     level: LoggingLevel,
@@ -461,9 +449,9 @@ impl Server {
                     Err(e) => Reply::Message(error_reply(Some(&id), &e, false)),
                 };
             }
-            "resources/subscribe" | "resources/unsubscribe" => {
+            Method::Subscribe | Method::Unsubscribe => {
                 if !self.inner.registry.load().has_resources() {
-                    let e = ErrorObject::method_not_found(&req.method);
+                    let e = ErrorObject::method_not_found(req.method.as_str());
                     return Reply::Message(error_reply(Some(&id), &e, false));
                 }
                 #[derive(Deserialize)]
@@ -471,7 +459,7 @@ impl Server {
                     uri: String,
                 }
                 return match crate::methods::params::<Subscribe>(&req) {
-                    Ok(p) if req.method == "resources/subscribe" => {
+                    Ok(p) if matches!(req.method, Method::Subscribe) => {
                         Reply::Message(self.subscribe(session, &id, p.uri, &io.principal))
                     }
                     Ok(p) => {

@@ -2,7 +2,7 @@
 
 use kelson_jsonrpc::ErrorObject;
 use kelson_types::{
-    CompleteRequestParams, CompleteResult, Completion, CompletionReference, ResultType,
+    CompleteRequestParams, CompleteResult, Completion, CompletionReference, Method, ResultType,
 };
 
 use crate::Server;
@@ -51,7 +51,7 @@ impl Server {
         let Some(handler) = registry.completion.clone() else {
             return error_reply(
                 Some(&req.id),
-                &ErrorObject::method_not_found("completion/complete"),
+                &ErrorObject::method_not_found(Method::Complete.as_str()),
                 true,
             );
         };
@@ -59,7 +59,7 @@ impl Server {
             self,
             &io,
             req.id.clone(),
-            "completion/complete",
+            Method::Complete,
             req.meta.clone(),
             Mrtr::default(),
         );

@@ -1,7 +1,7 @@
 //! `prompts/get`.
 
 use kelson_jsonrpc::ErrorObject;
-use kelson_types::{GetPromptRequestParams, ResultType};
+use kelson_types::{GetPromptRequestParams, Method, ResultType};
 
 use crate::Server;
 use crate::context::RequestContext;
@@ -49,7 +49,7 @@ impl Server {
                 return error_reply(Some(&req.id), &e, false);
             }
         }
-        let binding = Binding::new("prompts/get", req.params.as_deref(), &io.principal);
+        let binding = Binding::new(Method::GetPrompt, req.params.as_deref(), &io.principal);
         let mrtr = match self.open_round(
             &binding,
             params.input_responses,
@@ -62,7 +62,7 @@ impl Server {
             self,
             &io,
             req.id.clone(),
-            "prompts/get",
+            Method::GetPrompt,
             req.meta.clone(),
             mrtr,
         );

@@ -1,7 +1,7 @@
 //! `resources/read`.
 
 use kelson_jsonrpc::ErrorObject;
-use kelson_types::{ReadResourceRequestParams, ReadResourceResult, ResultType};
+use kelson_types::{Method, ReadResourceRequestParams, ReadResourceResult, ResultType};
 
 use crate::Server;
 use crate::context::RequestContext;
@@ -44,7 +44,7 @@ impl Server {
             kelson_types::CacheScope::Private
         };
         let (handler, vars) = (found.handler, found.vars);
-        let binding = Binding::new("resources/read", req.params.as_deref(), &io.principal);
+        let binding = Binding::new(Method::ReadResource, req.params.as_deref(), &io.principal);
         let mrtr = match self.open_round(
             &binding,
             params.input_responses,
@@ -57,7 +57,7 @@ impl Server {
             self,
             &io,
             req.id.clone(),
-            "resources/read",
+            Method::ReadResource,
             req.meta.clone(),
             mrtr,
         );

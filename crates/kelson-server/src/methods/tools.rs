@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 
 use kelson_jsonrpc::{ErrorObject, Id, RawValue};
-use kelson_types::{CallToolResult, InputResponses, JsonObject, ResultType};
+use kelson_types::{CallToolResult, InputResponses, JsonObject, Method, ResultType};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -13,8 +13,9 @@ use crate::error::HandlerError;
 use crate::handler::ToolResult;
 use crate::mrtr::{Binding, StateError, state_error};
 use crate::registry::{Registry, ToolEntry};
-use crate::router::Stopped;
-use crate::router::{CallFields, Outcome, Prepared, ReplyMessage, RequestIo, error_reply};
+use crate::router::{
+    CallFields, Outcome, Prepared, ReplyMessage, RequestIo, Stopped, error_reply, human,
+};
 use crate::tasks::runner::TaskCall;
 use crate::tasks::{Settled, TaskSupport};
 
@@ -133,7 +134,7 @@ impl Server {
         };
 
         let arguments = params.arguments.unwrap_or_default();
-        let binding = Binding::new("tools/call", raw_params.as_deref(), &io.principal);
+        let binding = Binding::new(Method::CallTool, raw_params.as_deref(), &io.principal);
         let mrtr = match self.open_round(
             &binding,
             params.input_responses,
@@ -175,7 +176,7 @@ impl Server {
             return self.call_as_task(call, &io).await;
         }
 
-        let ctx = RequestContext::new(self, &io, id.clone(), "tools/call", meta, mrtr);
+        let ctx = RequestContext::new(self, &io, id.clone(), Method::CallTool, meta, mrtr);
         let stop = ctx.deadline_token();
         let outcome = self
             .run_handler(stop, tool.handler.call(ctx, arguments), "tool")
@@ -199,7 +200,7 @@ impl Server {
             Err(Stopped::Deadline(limit)) => Settled::Result(
                 CallToolResult::error(format!(
                     "The tool {name} did not finish within {} and was stopped.",
-                    crate::router::human(limit)
+                    human(limit)
                 )),
                 Outcome::ToolError,
             ),

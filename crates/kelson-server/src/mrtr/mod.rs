@@ -10,7 +10,9 @@
 mod state;
 
 use kelson_jsonrpc::{ErrorObject, Id, RawValue};
-use kelson_types::{InputRequiredResult, InputResponses, JsonObject, ResultMeta, ResultType};
+use kelson_types::{
+    InputRequiredResult, InputResponses, JsonObject, Method, ResultMeta, ResultType,
+};
 
 pub use state::{KeyTooShort, MIN_KEY_LEN, StateError, StateSealer};
 
@@ -24,7 +26,7 @@ use crate::{Principal, Server};
 /// The params digest is computed only when a state is opened or sealed, from the request's raw
 /// params, so a request that never takes part in MRTR pays nothing for it.
 pub(crate) struct Binding<'a> {
-    pub(crate) method: &'static str,
+    pub(crate) method: Method<'static>,
     params: Option<&'a RawValue>,
     pub(crate) principal: &'a Principal,
     digest: std::sync::OnceLock<String>,
@@ -32,7 +34,7 @@ pub(crate) struct Binding<'a> {
 
 impl<'a> Binding<'a> {
     pub(crate) fn new(
-        method: &'static str,
+        method: Method<'static>,
         params: Option<&'a RawValue>,
         principal: &'a Principal,
     ) -> Self {
@@ -81,7 +83,7 @@ impl Server {
         };
         let payload = self.inner.sealer.open(
             token,
-            binding.method,
+            binding.method.as_str(),
             binding.digest(),
             &binding.principal.id(),
         )?;
@@ -113,7 +115,7 @@ impl Server {
     ) -> ReplyMessage {
         let payload = state::StatePayload {
             v: 1,
-            m: binding.method.to_owned(),
+            m: binding.method.as_str().to_owned(),
             d: binding.digest().to_owned(),
             p: binding.principal.id(),
             e: self.inner.sealer.expiry(),

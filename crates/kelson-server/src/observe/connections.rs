@@ -147,7 +147,7 @@ impl ConnectionStats {
     /// Appends the series in the Prometheus text format.
     pub(crate) fn render_into(&self, out: &mut String) {
         let mut one = |name: &str, kind: &str, help: &str, value: &dyn std::fmt::Display| {
-            super::metrics::family(out, name, kind, help);
+            super::text::family(out, name, kind, help);
             let _ = writeln!(out, "{name} {value}");
         };
         one(
@@ -192,7 +192,7 @@ impl ConnectionStats {
             "Large HTTP responses refused with 503 because the response memory was in use.",
             &self.over_memory.load(Relaxed),
         );
-        super::metrics::family(
+        super::text::family(
             out,
             "mcp_http_connections_closed_total",
             "counter",

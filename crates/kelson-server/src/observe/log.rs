@@ -106,7 +106,7 @@ impl RequestObserver for RequestLog {
         tracing::info!(
             target: LOG_TARGET,
             transport = r.transport.as_str(),
-            method = r.method,
+            method = r.method.as_str(),
             "notification"
         );
     }

@@ -21,18 +21,19 @@ use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use kelson_jsonrpc::{Id, code};
-
 use super::connections::ConnectionStats;
+use super::labels::{METHODS, NOTIFICATIONS, method_index, method_label, notification_index};
+use super::text::{family, label_value};
 use super::{
-    ListenRecord, MethodKind, NotificationKind, NotificationRecord, RequestEra, RequestObserver,
-    RequestOutcome, RequestRecord, Target, Transport,
+    ListenRecord, NotificationRecord, RequestEra, RequestObserver, RequestOutcome, RequestRecord,
+    Target, Transport,
 };
+use kelson_jsonrpc::{Id, code};
+use kelson_types::Method;
 
 /// The `Content-Type` of [`Metrics::render`]'s output.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-const METHODS: usize = MethodKind::ALL.len();
 const OUTCOMES: usize = RequestOutcome::CLASSES.len();
 const ERAS: usize = RequestEra::LABELS.len();
 
@@ -94,8 +95,6 @@ const CODE_LABELS: [&str; 9] = [
 /// `Content-Type` and a body too large, which the spec leaves open); anything else is `other`.
 const STATUSES: [u16; 6] = [400, 403, 405, 406, 413, 415];
 const STATUS_LABELS: [&str; 7] = ["400", "403", "405", "406", "413", "415", "other"];
-
-const NOTIFICATIONS: [NotificationKind; 2] = [NotificationKind::Cancelled, NotificationKind::Other];
 
 /// Request metrics in the Prometheus text format.
 ///
@@ -278,13 +277,6 @@ fn status_index(status: u16) -> usize {
         .unwrap_or(STATUSES.len())
 }
 
-fn notification_index(kind: NotificationKind) -> usize {
-    match kind {
-        NotificationKind::Cancelled => 0,
-        NotificationKind::Other => 1,
-    }
-}
-
 impl Registry {
     /// This thread's shard.
     #[inline]
@@ -339,7 +331,7 @@ impl RequestObserver for Registry {
     fn request_finished(&self, record: &RequestRecord<'_>) {
         let shard = self.shard();
         shard.flight.ended.fetch_add(1, Relaxed);
-        let per = &shard.methods[record.era.index()][record.method.index()];
+        let per = &shard.methods[record.era.index()][method_index(record.method)];
         per.outcomes[record.outcome.index()].fetch_add(1, Relaxed);
         per.observe(record.duration);
         if let RequestEra::Legacy { version } = record.era {
@@ -372,7 +364,7 @@ impl RequestObserver for Registry {
     }
 
     fn notification(&self, record: &NotificationRecord<'_>) {
-        self.notifications[notification_index(record.kind)].fetch_add(1, Relaxed);
+        self.notifications[notification_index(record.method)].fetch_add(1, Relaxed);
     }
 
     fn listen_opened(&self, _transport: Transport, _id: &Id) {
@@ -383,8 +375,8 @@ impl RequestObserver for Registry {
         self.listen_open.fetch_add(1, Relaxed);
         self.listen_total.fetch_add(1, Relaxed);
         // Listen streams exist only in the modern era.
-        shard.methods[RequestEra::Modern.index()][MethodKind::SubscriptionsListen.index()].outcomes
-            [RequestOutcome::Success.index()]
+        shard.methods[RequestEra::Modern.index()][method_index(Some(&Method::SubscriptionsListen))]
+            .outcomes[RequestOutcome::Success.index()]
         .fetch_add(1, Relaxed);
     }
 
@@ -412,24 +404,6 @@ impl RequestObserver for Metrics {
 
     fn listen_closed(&self, record: &ListenRecord<'_>) {
         self.inner.listen_closed(record);
-    }
-}
-
-/// Writes `# HELP` and `# TYPE` for a family. Help texts are ours: no backslash or newline.
-pub(super) fn family(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
-}
-
-/// Writes a label value with the escapes of the text format: backslash, double quote, newline.
-fn label_value(out: &mut String, value: &str) {
-    for c in value.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
     }
 }
 
@@ -544,19 +518,19 @@ impl Metrics {
             "counter",
             "MCP requests by method, outcome class and protocol era.",
         );
-        for kind in MethodKind::ALL {
+        for kind in 0..METHODS {
             for (e, era) in RequestEra::LABELS.iter().enumerate() {
                 for (i, class) in RequestOutcome::CLASSES.iter().enumerate() {
                     let n: u64 = r
                         .shards
                         .iter()
-                        .map(|s| s.methods[e][kind.index()].outcomes[i].load(Relaxed))
+                        .map(|s| s.methods[e][kind].outcomes[i].load(Relaxed))
                         .sum();
                     if n > 0 {
                         let _ = writeln!(
                             out,
                             "mcp_requests_total{{method=\"{}\",outcome=\"{class}\",era=\"{era}\"}} {n}",
-                            kind.as_str()
+                            method_label(kind)
                         );
                     }
                 }
@@ -569,20 +543,20 @@ impl Metrics {
             "histogram",
             "MCP request latency from arrival to response, by method and protocol era.",
         );
-        for kind in MethodKind::ALL {
+        for kind in 0..METHODS {
             for (e, era) in RequestEra::LABELS.iter().enumerate() {
-                let per = |s: &Shard| -> u64 { s.methods[e][kind.index()].sum_ns.load(Relaxed) };
+                let per = |s: &Shard| -> u64 { s.methods[e][kind].sum_ns.load(Relaxed) };
                 let counts: [u64; BUCKETS] = std::array::from_fn(|i| {
                     r.shards
                         .iter()
-                        .map(|s| s.methods[e][kind.index()].buckets[i].load(Relaxed))
+                        .map(|s| s.methods[e][kind].buckets[i].load(Relaxed))
                         .sum()
                 });
                 let total: u64 = counts.iter().sum();
                 if total == 0 {
                     continue;
                 }
-                let method = kind.as_str();
+                let method = method_label(kind);
                 let mut cumulative = 0;
                 for (i, n) in counts.iter().enumerate() {
                     cumulative += n;
@@ -661,13 +635,9 @@ impl Metrics {
             "counter",
             "Client notifications by method.",
         );
-        for kind in NOTIFICATIONS {
-            let n = r.notifications[notification_index(kind)].load(Relaxed);
-            let _ = writeln!(
-                out,
-                "mcp_notifications_total{{method=\"{}\"}} {n}",
-                kind.as_str()
-            );
+        for (i, label) in NOTIFICATIONS.iter().enumerate() {
+            let n = r.notifications[i].load(Relaxed);
+            let _ = writeln!(out, "mcp_notifications_total{{method=\"{label}\"}} {n}");
         }
 
         family(

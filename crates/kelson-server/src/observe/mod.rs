@@ -27,15 +27,18 @@
 //! ```
 
 mod connections;
+mod labels;
 mod log;
 mod metrics;
 mod probe;
+mod text;
 pub mod trace;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use kelson_jsonrpc::{Id, RawValue};
+use kelson_types::Method;
 
 use crate::transport::Outcome;
 
@@ -44,7 +47,7 @@ pub use log::{LOG_TARGET, RequestLog};
 pub use metrics::{CONTENT_TYPE, Metrics};
 pub use probe::RequestProbe;
 
-pub(crate) use probe::ListenWatch;
+pub(crate) use probe::{ListenWatch, Named};
 
 /// The transport a message arrived on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -69,90 +72,20 @@ impl Transport {
     }
 }
 
-/// A request method from the spec's list (`ClientRequest` in spec 2026-07-28 schema), or `Other`.
-///
-/// Metrics label requests with this, never with the method string a client sent, so the label set
-/// stays bounded whatever clients send.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum MethodKind {
-    /// `server/discover`
-    ServerDiscover,
-    /// `tools/list`
-    ToolsList,
-    /// `tools/call`
-    ToolsCall,
-    /// `resources/list`
-    ResourcesList,
-    /// `resources/templates/list`
-    ResourcesTemplatesList,
-    /// `resources/read`
-    ResourcesRead,
-    /// `prompts/list`
-    PromptsList,
-    /// `prompts/get`
-    PromptsGet,
-    /// `completion/complete`
-    CompletionComplete,
-    /// `subscriptions/listen`
-    SubscriptionsListen,
-    /// Anything else, including removed methods (`initialize`, `ping`) and no readable method.
-    Other,
-}
-
-impl MethodKind {
-    /// Every kind, in label order.
-    pub const ALL: [MethodKind; 11] = [
-        MethodKind::ServerDiscover,
-        MethodKind::ToolsList,
-        MethodKind::ToolsCall,
-        MethodKind::ResourcesList,
-        MethodKind::ResourcesTemplatesList,
-        MethodKind::ResourcesRead,
-        MethodKind::PromptsList,
-        MethodKind::PromptsGet,
-        MethodKind::CompletionComplete,
-        MethodKind::SubscriptionsListen,
-        MethodKind::Other,
-    ];
-
-    /// The kind of a method name.
-    pub fn parse(method: &str) -> Self {
-        match method {
-            "server/discover" => MethodKind::ServerDiscover,
-            "tools/list" => MethodKind::ToolsList,
-            "tools/call" => MethodKind::ToolsCall,
-            "resources/list" => MethodKind::ResourcesList,
-            "resources/templates/list" => MethodKind::ResourcesTemplatesList,
-            "resources/read" => MethodKind::ResourcesRead,
-            "prompts/list" => MethodKind::PromptsList,
-            "prompts/get" => MethodKind::PromptsGet,
-            "completion/complete" => MethodKind::CompletionComplete,
-            "subscriptions/listen" => MethodKind::SubscriptionsListen,
-            _ => MethodKind::Other,
-        }
-    }
-
-    /// The method name, or `other`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            MethodKind::ServerDiscover => "server/discover",
-            MethodKind::ToolsList => "tools/list",
-            MethodKind::ToolsCall => "tools/call",
-            MethodKind::ResourcesList => "resources/list",
-            MethodKind::ResourcesTemplatesList => "resources/templates/list",
-            MethodKind::ResourcesRead => "resources/read",
-            MethodKind::PromptsList => "prompts/list",
-            MethodKind::PromptsGet => "prompts/get",
-            MethodKind::CompletionComplete => "completion/complete",
-            MethodKind::SubscriptionsListen => "subscriptions/listen",
-            MethodKind::Other => "other",
-        }
-    }
-
-    pub(crate) const fn index(self) -> usize {
-        self as usize
-    }
-}
+/// 2026-07-28's client requests (`ClientRequest` in spec 2026-07-28 schema): a bounded set, which
+/// probes keep without being asked for names and metrics label by name.
+pub(crate) const CLIENT_REQUESTS: [Method<'static>; 10] = [
+    Method::Discover,
+    Method::ListTools,
+    Method::CallTool,
+    Method::ListResources,
+    Method::ListResourceTemplates,
+    Method::ReadResource,
+    Method::ListPrompts,
+    Method::GetPrompt,
+    Method::Complete,
+    Method::SubscriptionsListen,
+];
 
 /// The protocol era a request came in, with the revision of its legacy session: a bounded label,
 /// since the revisions are the three of [`LEGACY_VERSIONS`](crate::LEGACY_VERSIONS).
@@ -216,35 +149,6 @@ impl RequestEra {
             .and_then(|v| crate::LEGACY_VERSIONS.iter().position(|known| *known == v))
             .and_then(|i| u8::try_from(i + 2).ok())
             .unwrap_or(1)
-    }
-}
-
-/// A client notification's method: the only one the spec defines for clients is
-/// `notifications/cancelled` (spec 2026-07-28 basic/patterns/cancellation).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum NotificationKind {
-    /// `notifications/cancelled`
-    Cancelled,
-    /// Anything else.
-    Other,
-}
-
-impl NotificationKind {
-    /// The kind of a notification method name.
-    pub fn parse(method: &str) -> Self {
-        if method == "notifications/cancelled" {
-            NotificationKind::Cancelled
-        } else {
-            NotificationKind::Other
-        }
-    }
-
-    /// The method name, or `other`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            NotificationKind::Cancelled => "notifications/cancelled",
-            NotificationKind::Other => "other",
-        }
     }
 }
 
@@ -356,11 +260,11 @@ pub struct RequestRecord<'a> {
     pub id: Option<&'a Id>,
     /// The era it came in, bounded.
     pub era: RequestEra,
-    /// Its method, bounded.
-    pub method: MethodKind,
-    /// The method name as sent, for a method outside the spec's list; only when the observers
-    /// asked for names ([`Wants::names`]). Unbounded: never use it as a metric label.
-    pub other_method: Option<&'a str>,
+    /// Its method, when it is one of 2026-07-28's client requests (`ClientRequest`), or any other
+    /// when the observers asked for names ([`Wants::names`]); `None` when no method could be read
+    /// or it was not kept. Another method is unbounded (an [`Other`](Method::Other) name is as
+    /// sent): never use it as a metric label.
+    pub method: Option<&'a Method<'a>>,
     /// The tool, prompt or resource it named.
     pub target: Target<'a>,
     /// The raw JSON of `params.arguments` of a `tools/call` or `prompts/get`, only when an observer
@@ -376,10 +280,7 @@ impl RequestRecord<'_> {
     /// The method name to show: the spec's name, the name as sent for another method when it
     /// was kept, or `None` when no method could be read.
     pub fn method_name(&self) -> Option<&str> {
-        match self.method {
-            MethodKind::Other => self.other_method,
-            known => Some(known.as_str()),
-        }
+        self.method.map(Method::as_str)
     }
 }
 
@@ -388,10 +289,8 @@ impl RequestRecord<'_> {
 pub struct NotificationRecord<'a> {
     /// Where it arrived.
     pub transport: Transport,
-    /// Its method, bounded.
-    pub kind: NotificationKind,
-    /// Its method as sent (unbounded: never a metric label).
-    pub method: &'a str,
+    /// Its method (an [`Other`](Method::Other) name is as sent, unbounded: never a metric label).
+    pub method: &'a Method<'a>,
 }
 
 /// A `subscriptions/listen` stream that closed.
@@ -413,7 +312,7 @@ pub struct ListenRecord<'a> {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Wants {
     /// Names that cost an allocation to keep: resource URIs, unknown tool and prompt names, and
-    /// unknown method names. Registered tool and prompt names are always kept (without copying).
+    /// methods other than 2026-07-28's client requests. Registered tool and prompt names are always kept (without copying).
     pub names: bool,
     /// The raw arguments of `tools/call` and `prompts/get`, which may hold user data.
     pub arguments: bool,

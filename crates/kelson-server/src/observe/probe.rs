@@ -5,14 +5,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use kelson_jsonrpc::{Id, RawValue};
+use kelson_types::Method;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    ListenRecord, MethodKind, NotificationKind, NotificationRecord, RequestEra, RequestObserver,
-    RequestOutcome, RequestRecord, Target, Transport, Wants,
+    CLIENT_REQUESTS, ListenRecord, NotificationRecord, RequestEra, RequestObserver, RequestOutcome,
+    RequestRecord, Target, Transport, Wants,
 };
-use crate::registry::{PromptEntry, ToolEntry};
 use crate::transport::Outcome;
 
 /// One incoming message, from arrival to its ending, as the observers will see it.
@@ -41,17 +41,26 @@ struct On {
     /// to be a handshake-era one, so a modern request costs nothing here.
     era: u8,
     id: Option<Id>,
-    method: Option<MethodKind>,
-    other_method: Option<Box<str>>,
+    /// Whether the method is known: set once, by the first to read it.
+    method_set: bool,
+    /// The method; `None` for one outside the spec's whose name the observers did not ask for.
+    method: Option<Method<'static>>,
     held: Held,
     arguments: Option<Box<RawValue>>,
+}
+
+/// A registered tool or prompt, as a probe sees it: a name. The registry's entries are this, so
+/// that a probe keeps one by reference count, never copying its name, without knowing the registry.
+pub(crate) trait Named: Send + Sync {
+    /// The name the tool or prompt is registered under.
+    fn name(&self) -> &str;
 }
 
 /// What the request named. Registered tools and prompts are kept by reference count, never copied.
 enum Held {
     None,
-    Tool(Arc<ToolEntry>),
-    Prompt(Arc<PromptEntry>),
+    Tool(Arc<dyn Named>),
+    Prompt(Arc<dyn Named>),
     UnknownTool(Box<str>),
     UnknownPrompt(Box<str>),
     Resource(Box<str>),
@@ -62,11 +71,11 @@ impl Held {
         match self {
             Held::None => Target::None,
             Held::Tool(t) => Target::Tool {
-                name: &t.def.name,
+                name: t.name(),
                 registered: true,
             },
             Held::Prompt(p) => Target::Prompt {
-                name: &p.def.name,
+                name: p.name(),
                 registered: true,
             },
             Held::UnknownTool(name) => Target::Tool {
@@ -112,8 +121,8 @@ impl RequestProbe {
                 started: false,
                 era: 0,
                 id: None,
+                method_set: false,
                 method: None,
-                other_method: None,
                 held: Held::None,
                 arguments: None,
             }),
@@ -137,9 +146,9 @@ impl RequestProbe {
 
     /// Records the request's id and method; the request is now in flight. Called by the router;
     /// a transport that decodes messages itself calls it too.
-    pub fn set_request(&mut self, id: &Id, method: &str) {
+    pub fn set_request(&mut self, id: &Id, method: &Method<'_>) {
         let Some(on) = self.on() else { return };
-        if on.method.is_some() {
+        if on.method_set {
             return;
         }
         on.id = Some(id.clone());
@@ -168,7 +177,7 @@ impl RequestProbe {
         }
     }
 
-    pub(crate) fn set_tool(&mut self, tool: &Arc<ToolEntry>) {
+    pub(crate) fn set_tool<T: Named + 'static>(&mut self, tool: &Arc<T>) {
         if let Some(on) = self.on() {
             on.held = Held::Tool(tool.clone());
         }
@@ -182,7 +191,7 @@ impl RequestProbe {
         }
     }
 
-    pub(crate) fn set_prompt(&mut self, prompt: &Arc<PromptEntry>) {
+    pub(crate) fn set_prompt<T: Named + 'static>(&mut self, prompt: &Arc<T>) {
         if let Some(on) = self.on() {
             on.held = Held::Prompt(prompt.clone());
         }
@@ -205,14 +214,14 @@ impl RequestProbe {
     }
 
     /// Keeps `params.arguments` of a `tools/call` or `prompts/get` when an observer asked for it.
-    pub(crate) fn capture_arguments(&mut self, method: &str, params: Option<&RawValue>) {
+    pub(crate) fn capture_arguments(&mut self, method: &Method<'_>, params: Option<&RawValue>) {
         #[derive(Deserialize)]
         struct Arguments<'a> {
             #[serde(borrow, default)]
             arguments: Option<&'a RawValue>,
         }
         let Some(on) = self.on() else { return };
-        if !on.wants.arguments || !matches!(method, "tools/call" | "prompts/get") {
+        if !on.wants.arguments || !matches!(method, Method::CallTool | Method::GetPrompt) {
             return;
         }
         on.arguments = params
@@ -230,10 +239,10 @@ impl RequestProbe {
     /// `method_header` is the `Mcp-Method` header, if any: the only hint of the method there is.
     pub fn rejected(&mut self, status: u16, method_header: Option<&str>) {
         if let Some(on) = self.on()
-            && on.method.is_none()
+            && !on.method_set
             && let Some(method) = method_header
         {
-            on.set_method(method);
+            on.set_method(&Method::parse(method));
         }
         self.end(RequestOutcome::Rejected { status });
     }
@@ -244,11 +253,10 @@ impl RequestProbe {
     }
 
     /// The message was a client notification with this method.
-    pub fn notification(&mut self, method: &str) {
+    pub fn notification(&mut self, method: &Method<'_>) {
         let Some(on) = self.on.take() else { return };
         on.observer.notification(&NotificationRecord {
             transport: on.transport,
-            kind: NotificationKind::parse(method),
             method,
         });
     }
@@ -295,12 +303,12 @@ impl RequestProbe {
 }
 
 impl On {
-    fn set_method(&mut self, method: &str) {
-        let kind = MethodKind::parse(method);
-        self.method = Some(kind);
-        if kind == MethodKind::Other && self.wants.names {
-            self.other_method = Some(method.into());
-        }
+    fn set_method(&mut self, method: &Method<'_>) {
+        self.method_set = true;
+        // 2026-07-28's client requests are always kept (it costs nothing); any other method only
+        // when the observers asked for names.
+        self.method = (CLIENT_REQUESTS.contains(method) || self.wants.names)
+            .then(|| method.reborrow().into_owned());
     }
 
     fn ensure_started(&mut self) {
@@ -315,8 +323,7 @@ impl On {
             transport: self.transport,
             id: self.id.as_ref(),
             era: RequestEra::from_byte(self.era),
-            method: self.method.unwrap_or(MethodKind::Other),
-            other_method: self.other_method.as_deref(),
+            method: self.method.as_ref(),
             target: self.held.target(),
             arguments: self.arguments.as_deref(),
             duration: self.start.elapsed(),

@@ -17,26 +17,6 @@ use crate::transport::RequestIo;
 use crate::{HandlerError, RequestContext, Server};
 
 #[test]
-fn method_kinds_round_trip_and_bound_the_rest() {
-    for (i, kind) in MethodKind::ALL.iter().enumerate() {
-        assert_eq!(kind.index(), i);
-        if *kind != MethodKind::Other {
-            assert_eq!(MethodKind::parse(kind.as_str()), *kind);
-        }
-    }
-    for name in [
-        "initialize",
-        "ping",
-        "tools/calls",
-        "",
-        "other",
-        "TOOLS/CALL",
-    ] {
-        assert_eq!(MethodKind::parse(name), MethodKind::Other, "{name}");
-    }
-}
-
-#[test]
 fn outcome_classes_are_distinct() {
     let outcomes = [
         RequestOutcome::Success,
@@ -116,7 +96,7 @@ impl RequestObserver for Recorder {
         self.push(format!(
             "notification {} {:?} {}",
             r.transport.as_str(),
-            r.kind,
+            r.method,
             r.method
         ));
     }

@@ -13,6 +13,7 @@
 //! through `tracing`'s current span. Without a subscriber interested in [`TRACE_TARGET`], the span
 //! is disabled and costs one check.
 
+use kelson_types::Method;
 use tracing::Span;
 
 use crate::router::{Outcome, Prepared};
@@ -44,10 +45,10 @@ pub(crate) fn request_span(req: &Prepared<'_>) -> Span {
     }
     span.record("jsonrpc.request.id", tracing::field::display(&req.id));
     if let Some(name) = &req.name {
-        let field = match req.method.as_ref() {
-            "tools/call" => Some("gen_ai.tool.name"),
-            "prompts/get" => Some("gen_ai.prompt.name"),
-            "resources/read" => Some("mcp.resource.uri"),
+        let field = match req.method {
+            Method::CallTool => Some("gen_ai.tool.name"),
+            Method::GetPrompt => Some("gen_ai.prompt.name"),
+            Method::ReadResource => Some("mcp.resource.uri"),
             _ => None,
         };
         if let Some(field) = field {

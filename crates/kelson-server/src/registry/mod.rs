@@ -86,7 +86,7 @@ impl ToolEntry {
         handler: Arc<dyn ToolHandler>,
     ) -> Result<Self, BuildError> {
         let tasks = def.task_policy();
-        let scoped = def.finish(&crate::handler::func::Shape::default())?;
+        let scoped = def.finish(&crate::handler::shape::Shape::default())?;
         ToolEntry::new(scoped, tasks, handler)
     }
 
@@ -197,6 +197,18 @@ impl Clone for Registry {
             enabled: self.enabled,
             cache: PageCache::default(),
         }
+    }
+}
+
+impl crate::observe::Named for ToolEntry {
+    fn name(&self) -> &str {
+        &self.def.name
+    }
+}
+
+impl crate::observe::Named for PromptEntry {
+    fn name(&self) -> &str {
+        &self.def.name
     }
 }
 

@@ -4,7 +4,7 @@ use std::time::SystemTime;
 
 use kelson_jsonrpc::ErrorObject;
 use kelson_types::{
-    DetailedTask, GetTaskResult, JsonObject, ResultType, TASKS_EXTENSION, TaskIdParams,
+    DetailedTask, GetTaskResult, JsonObject, Method, ResultType, TASKS_EXTENSION, TaskIdParams,
     UpdateTaskParams,
 };
 use serde_json::json;
@@ -52,9 +52,9 @@ impl Server {
     /// Serves `tasks/get`, `tasks/update` and `tasks/cancel`.
     pub(crate) async fn task_method(&self, req: Prepared<'_>, io: RequestIo<'_>) -> ReplyMessage {
         let id = req.id.clone();
-        let reply = match req.method.as_ref() {
-            "tasks/get" => self.get_task(&req, &io.principal).await,
-            "tasks/update" => self.update_task(&req, &io.principal).await,
+        let reply = match req.method {
+            Method::GetTask => self.get_task(&req, &io.principal).await,
+            Method::UpdateTask => self.update_task(&req, &io.principal).await,
             _ => self.cancel_task(&req, &io.principal).await,
         };
         reply.unwrap_or_else(|e| error_reply(Some(&id), &e, false))

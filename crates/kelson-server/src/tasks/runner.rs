@@ -12,11 +12,12 @@ use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::{Running, Settled, TaskChange, TaskLink, TaskRecord, TaskStart, TaskStoreError};
-use crate::context::{Mrtr, NotificationSink};
+use crate::context::Mrtr;
 use crate::error::InputRequired;
 use crate::handler::ToolResult;
 use crate::mrtr::Binding;
 use crate::registry::ToolEntry;
+use crate::router::NotificationSink;
 use crate::router::{Outcome, ReplyMessage, RequestIo, Stopped, error_reply};
 use crate::{Principal, RequestContext, Server};
 

@@ -13,15 +13,15 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt as _;
 use kelson_jsonrpc::{ErrorObject, Id};
+use kelson_types::Method;
 use serde::Deserialize;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::context::NotificationSink;
 use crate::observe::{RequestEra, Transport};
-use crate::router::{Incoming, Reply, RequestIo, error_reply};
+use crate::router::{Incoming, NotificationSink, Reply, RequestIo, error_reply};
 use crate::transport::LegacySession;
 use crate::{Principal, Server};
 
@@ -271,7 +271,7 @@ impl Connection {
         let session = self.session.lock().expect("session lock").clone();
         let (prepared, session) = match self.server.prepare_observed(&line, &mut probe) {
             Incoming::Request(req) => (req.into_owned(), None),
-            Incoming::Legacy(req) if req.method == "initialize" => {
+            Incoming::Legacy(req) if matches!(req.method, Method::Initialize) => {
                 // Every `initialize` starts a session, replacing the one before it (a host that
                 // probed with `server/discover` may still send it, and is served as legacy from
                 // then on).
@@ -321,11 +321,11 @@ impl Connection {
             Incoming::Notification(n) => {
                 probe.notification(&n.method);
                 if let Some(session) = &session
-                    && n.method == "notifications/initialized"
+                    && matches!(n.method, Method::Initialized)
                 {
                     session.notification(&n.method, n.params);
                 }
-                if n.method == "notifications/cancelled"
+                if matches!(n.method, Method::Cancelled)
                     && let Some(params) = n.params
                     && let Ok(CancelParams {
                         request_id: Some(id),
@@ -363,21 +363,28 @@ impl Connection {
         let close = self.close.clone();
         let principal = self.principal.clone();
         self.tracker.spawn(async move {
-            let io = RequestIo {
+            let sink: Arc<dyn NotificationSink> = Arc::new(Sink(out.clone()));
+            let io = |probe| RequestIo {
                 principal,
                 cancel: cancel.clone(),
-                sink: Some(Arc::new(Sink(out.clone()))),
+                sink: Some(sink),
                 guard: None,
                 close: Some(close),
-                probe: Some(&mut probe),
+                probe: Some(probe),
             };
             let reply = tokio::select! {
                 biased;
                 () = cancel.cancelled() => None,
                 reply = async {
                     match &session {
-                        Some(session) => server.legacy_dispatch(session, prepared, io).await,
-                        None => server.dispatch(prepared, io).await,
+                        Some(session) => {
+                            server.legacy_dispatch(session, prepared, io(&mut probe)).await
+                        }
+                        // Checked once, here; the dispatch checks nothing again.
+                        None => match server.check_to_dispatch(prepared, Some(&mut probe)) {
+                            Ok(checked) => server.dispatch(checked, io(&mut probe)).await,
+                            Err(reply) => Reply::Message(reply),
+                        },
                     }
                 } => Some(reply),
             };

@@ -104,10 +104,14 @@ macro_rules! methods_table {
 
             /// [`parse`](Self::parse) for a name that may be owned (a decoded name with escapes):
             /// an unknown one is kept as it is, without a copy.
+            #[inline]
             pub fn from_name(name: Cow<'a, str>) -> Self {
-                match Method::parse(&name) {
-                    Method::Other(_) => Method::Other(name),
-                    known => known.into_owned(),
+                match name {
+                    Cow::Borrowed(name) => Method::parse(name),
+                    Cow::Owned(name) => match Method::parse(&name) {
+                        Method::Other(_) => Method::Other(Cow::Owned(name)),
+                        known => known.into_owned(),
+                    },
                 }
             }
 

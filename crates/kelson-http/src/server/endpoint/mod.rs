@@ -17,7 +17,7 @@
 //! and JSON-RPC shape (those are the SDKs' usual ones); the order agrees with every case the
 //! official conformance suite pins.
 //!
-//! The server is reached in one place, `McpService::serve_mcp` (`prepare_observed`, `precheck`,
+//! The server is reached in one place, `McpService::serve_mcp` (`prepare_observed`, `check`,
 //! `dispatch`; the one method this transport tells apart by name is `subscriptions/listen`, whose
 //! answer is a stream), and for the handshake era in [`legacy`] (`initialize`, `legacy_dispatch`).
 //!
@@ -49,7 +49,7 @@ use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use kelson_jsonrpc::ErrorObject;
 use kelson_server::observe::Transport;
 use kelson_server::transport::{
-    Incoming, NotificationSink, Prepared, Reply, ReplyMessage, RequestIo, ToolCallGuard,
+    Checked, Incoming, NotificationSink, Reply, ReplyMessage, RequestIo, ToolCallGuard,
 };
 use kelson_server::{Principal, RequestProbe, Server};
 use kelson_types::{JsonObject, ParamHeader};
@@ -293,23 +293,25 @@ impl McpService {
         };
 
         if let Err(e) = check_standard_headers(
-            &prepared.method,
+            prepared.method.as_str(),
             prepared.protocol_version(),
             prepared.name.as_deref(),
             &parts.headers,
         ) {
             return answer(probe, reject(&prepared.id, &e));
         }
-        if let Some(reply) = server.precheck(&prepared) {
-            return answer(probe, reply);
-        }
+        // The version and the method, checked once: the dispatch takes the checked request.
+        let prepared = match server.check(prepared) {
+            Ok(checked) => checked,
+            Err(reply) => return answer(probe, reply),
+        };
 
         let principal = parts
             .extensions
             .get::<Principal>()
             .cloned()
             .unwrap_or_default();
-        if prepared.method == "subscriptions/listen" {
+        if matches!(prepared.method, kelson_types::Method::SubscriptionsListen) {
             let io = RequestIo {
                 principal,
                 cancel: CancellationToken::new(),
@@ -365,7 +367,7 @@ impl McpService {
     /// JSON body, as the spec requires; otherwise the stream starts.
     async fn streamed(
         &self,
-        prepared: Prepared<'static>,
+        prepared: Checked<'static>,
         headers: HeaderMap,
         principal: Principal,
         mut probe: RequestProbe,

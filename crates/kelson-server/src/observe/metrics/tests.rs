@@ -5,9 +5,10 @@ use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use super::*;
+use kelson_types::Method;
 
 fn record(
-    method: MethodKind,
+    method: Option<&'static Method<'static>>,
     outcome: RequestOutcome,
     duration: Duration,
 ) -> RequestRecord<'static> {
@@ -16,7 +17,6 @@ fn record(
         id: None,
         era: RequestEra::Modern,
         method,
-        other_method: None,
         target: Target::None,
         arguments: None,
         duration,
@@ -303,17 +303,17 @@ fn outcomes_codes_and_statuses_are_counted_apart() {
     let ms = Duration::from_millis(1);
     serve(
         &m,
-        &record(MethodKind::ToolsCall, RequestOutcome::Success, ms),
+        &record(Some(&Method::CallTool), RequestOutcome::Success, ms),
     );
     serve(
         &m,
         &record(
-            MethodKind::ToolsCall,
+            Some(&Method::CallTool),
             RequestOutcome::Error { code: -32602 },
             ms,
         ),
     );
-    let mut failed = record(MethodKind::ToolsCall, RequestOutcome::ToolError, ms);
+    let mut failed = record(Some(&Method::CallTool), RequestOutcome::ToolError, ms);
     failed.target = Target::Tool {
         name: "fail",
         registered: true,
@@ -323,26 +323,26 @@ fn outcomes_codes_and_statuses_are_counted_apart() {
     serve(
         &m,
         &record(
-            MethodKind::ToolsCall,
+            Some(&Method::CallTool),
             RequestOutcome::Rejected { status: 406 },
             ms,
         ),
     );
     serve(
         &m,
+        &record(None, RequestOutcome::Rejected { status: 403 }, ms),
+    );
+    serve(
+        &m,
         &record(
-            MethodKind::Other,
-            RequestOutcome::Rejected { status: 403 },
+            Some(&Method::ReadResource),
+            RequestOutcome::InputRequired,
             ms,
         ),
     );
     serve(
         &m,
-        &record(MethodKind::ResourcesRead, RequestOutcome::InputRequired, ms),
-    );
-    serve(
-        &m,
-        &record(MethodKind::PromptsGet, RequestOutcome::Cancelled, ms),
+        &record(Some(&Method::GetPrompt), RequestOutcome::Cancelled, ms),
     );
 
     let f = validate(&m.render());
@@ -393,17 +393,17 @@ fn legacy_requests_are_counted_apart_by_era_and_version() {
     let ms = Duration::from_millis(1);
     serve(
         &m,
-        &record(MethodKind::ToolsCall, RequestOutcome::Success, ms),
+        &record(Some(&Method::CallTool), RequestOutcome::Success, ms),
     );
     for (version, n) in [(Some("2025-11-25"), 2), (Some("2025-03-26"), 1), (None, 1)] {
         for _ in 0..n {
-            let mut rec = record(MethodKind::ToolsCall, RequestOutcome::Success, ms);
+            let mut rec = record(Some(&Method::CallTool), RequestOutcome::Success, ms);
             rec.era = RequestEra::Legacy { version };
             serve(&m, &rec);
         }
     }
     let mut failed = record(
-        MethodKind::ToolsList,
+        Some(&Method::ListTools),
         RequestOutcome::Error { code: -32602 },
         ms,
     );
@@ -472,12 +472,9 @@ fn label_values_stay_bounded() {
     let m = Metrics::new();
     // Methods outside the spec's list all count as `other`.
     for name in ["initialize", "ping", "x/1", "x/2", "x/\"3\"\n"] {
-        let mut rec = record(
-            MethodKind::parse(name),
-            RequestOutcome::Error { code: -32601 },
-            Duration::ZERO,
-        );
-        rec.other_method = Some(name);
+        let method = Method::parse(name);
+        let mut rec = record(None, RequestOutcome::Error { code: -32601 }, Duration::ZERO);
+        rec.method = Some(&method);
         serve(&m, &rec);
     }
     // Codes outside the known set count as `other`.
@@ -485,7 +482,7 @@ fn label_values_stay_bounded() {
         serve(
             &m,
             &record(
-                MethodKind::ToolsCall,
+                Some(&Method::CallTool),
                 RequestOutcome::Error { code },
                 Duration::ZERO,
             ),
@@ -493,7 +490,7 @@ fn label_values_stay_bounded() {
     }
     // An unregistered tool never becomes a label, whatever the outcome says.
     let mut unknown = record(
-        MethodKind::ToolsCall,
+        Some(&Method::CallTool),
         RequestOutcome::ToolError,
         Duration::ZERO,
     );
@@ -504,7 +501,7 @@ fn label_values_stay_bounded() {
     serve(&m, &unknown);
     // Nor does a registered prompt or a resource URI.
     let mut prompt = record(
-        MethodKind::PromptsGet,
+        Some(&Method::GetPrompt),
         RequestOutcome::ToolError,
         Duration::ZERO,
     );
@@ -517,7 +514,7 @@ fn label_values_stay_bounded() {
     serve(
         &m,
         &record(
-            MethodKind::Other,
+            None,
             RequestOutcome::Rejected { status: 418 },
             Duration::ZERO,
         ),
@@ -578,7 +575,7 @@ fn histogram_buckets_are_inclusive_upper_bounds() {
     ] {
         serve(
             &m,
-            &record(MethodKind::ToolsCall, RequestOutcome::Success, d),
+            &record(Some(&Method::CallTool), RequestOutcome::Success, d),
         );
     }
     let f = validate(&m.render());
@@ -617,7 +614,7 @@ fn histogram_sum_is_in_seconds() {
     ] {
         serve(
             &m,
-            &record(MethodKind::ToolsList, RequestOutcome::Success, d),
+            &record(Some(&Method::ListTools), RequestOutcome::Success, d),
         );
     }
     let f = validate(&m.render());
@@ -641,7 +638,7 @@ fn gauges_follow_requests_and_listen_streams() {
     assert_eq!(m.in_flight(), 1);
     assert_eq!(m.listen_streams_open(), 1);
     m.request_finished(&record(
-        MethodKind::ToolsCall,
+        Some(&Method::CallTool),
         RequestOutcome::Success,
         Duration::ZERO,
     ));
@@ -686,8 +683,7 @@ fn notifications_are_counted_by_bounded_method() {
     for method in ["notifications/cancelled", "notifications/initialized", "x"] {
         m.notification(&NotificationRecord {
             transport: Transport::Stdio,
-            kind: NotificationKind::parse(method),
-            method,
+            method: &Method::parse(method),
         });
     }
     let f = validate(&m.render());
@@ -749,7 +745,7 @@ fn a_request_may_end_on_another_thread_than_it_started() {
     assert_eq!(m.in_flight(), 8);
     for _ in 0..8 {
         m.request_finished(&record(
-            MethodKind::ToolsCall,
+            Some(&Method::CallTool),
             RequestOutcome::Success,
             Duration::ZERO,
         ));

@@ -26,6 +26,7 @@ use kelson_server::transport::{
     LegacySession, NotificationSink, Outcome, Prepared, Reply, ReplyMessage, RequestIo,
 };
 use kelson_server::{LEGACY_VERSIONS, Principal, RequestProbe};
+use kelson_types::Method;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -487,7 +488,7 @@ impl McpService {
         &self,
         probe: &mut RequestProbe,
         parts: &http::request::Parts,
-        method: &str,
+        method: &Method<'_>,
         params: Option<&kelson_jsonrpc::RawValue>,
     ) -> Response<McpBody> {
         match self.session_of(parts) {
@@ -548,7 +549,7 @@ impl McpService {
         // version its header names: a dual-era host that spoke 2026-07-28 to this endpoint before,
         // or offers it (as ChatGPT's connectors may), may still send that header with its
         // handshake. Several peer SDKs had to fix answering such an `initialize` in the new era.
-        if req.method == "initialize" {
+        if matches!(req.method, Method::Initialize) {
             return match server.legacy_initialize(&req) {
                 Err(reply) => legacy_json(probe, reply),
                 Ok((reply, session)) => {
