@@ -19,7 +19,7 @@ use tokio::time::Instant;
 
 use kelson_types::{
     CacheScope, DiscoverResult, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, ReadResourceResult, method_names,
+    ListResourcesResult, ListToolsResult, Method, ReadResourceResult, method_names,
 };
 
 /// A result type that carries cache hints.
@@ -162,18 +162,18 @@ impl Cache {
 
     /// Applies one listen notification.
     pub(crate) fn on_notification(&self, method: &str, uri: Option<&str>) {
-        match method {
-            method_names::NOTIFICATIONS_TOOLS_LIST_CHANGED => {
+        match Method::parse(method) {
+            Method::ToolListChanged => {
                 self.invalidate_method(method_names::TOOLS_LIST);
             }
-            method_names::NOTIFICATIONS_PROMPTS_LIST_CHANGED => {
+            Method::PromptListChanged => {
                 self.invalidate_method(method_names::PROMPTS_LIST);
             }
-            method_names::NOTIFICATIONS_RESOURCES_LIST_CHANGED => {
+            Method::ResourceListChanged => {
                 self.invalidate_method(method_names::RESOURCES_LIST);
                 self.invalidate_method(method_names::RESOURCES_TEMPLATES_LIST);
             }
-            method_names::NOTIFICATIONS_RESOURCES_UPDATED => {
+            Method::ResourceUpdated => {
                 if let Some(uri) = uri {
                     self.invalidate_uri(uri);
                 }

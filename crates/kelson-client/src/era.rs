@@ -23,6 +23,7 @@ use kelson_http::client::HttpError;
 use kelson_jsonrpc::{ErrorObject, RawValue, code};
 use kelson_types::{
     CacheScope, DiscoverResult, Implementation, ResultMeta, ResultType, ServerCapabilities,
+    method_names,
 };
 use serde::Deserialize;
 
@@ -170,7 +171,7 @@ fn from_result(raw: &RawValue) -> Verdict {
 fn from_modern_error(error: ErrorObject) -> Verdict {
     if error.code != code::UNSUPPORTED_PROTOCOL_VERSION {
         // -32020 or -32021 on a discover: the server is modern, and the request was at fault.
-        return Verdict::Fail(Error::protocol("server/discover", error));
+        return Verdict::Fail(Error::protocol(method_names::SERVER_DISCOVER, error));
     }
     #[derive(Deserialize)]
     struct Data {
@@ -316,8 +317,8 @@ pub(crate) fn from_initialize(raw: &RawValue) -> Result<(&'static str, DiscoverR
         server_info: Option<Implementation>,
         instructions: Option<String>,
     }
-    let init: InitializeResult =
-        serde_json::from_str(raw.get()).map_err(|e| Error::malformed("initialize", e))?;
+    let init: InitializeResult = serde_json::from_str(raw.get())
+        .map_err(|e| Error::malformed(method_names::INITIALIZE, e))?;
     let Some(version) = LEGACY_VERSIONS
         .iter()
         .copied()

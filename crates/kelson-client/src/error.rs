@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use kelson_http::client::HttpError;
 use kelson_jsonrpc::{ErrorObject, code};
+use kelson_types::Method;
 
 /// What went wrong with a request, told apart by who is to blame.
 ///
@@ -423,7 +424,8 @@ impl Error {
         match self {
             Error::Protocol { method, error } => {
                 error.code == code::LEGACY_RESOURCE_NOT_FOUND
-                    || (error.code == code::INVALID_PARAMS && method == "resources/read")
+                    || (error.code == code::INVALID_PARAMS
+                        && matches!(Method::parse(method), Method::ReadResource))
             }
             _ => false,
         }

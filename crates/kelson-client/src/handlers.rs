@@ -13,7 +13,7 @@ use kelson_types::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitAction,
     ElicitRequestFormParams, ElicitRequestParams, ElicitRequestURLParams, ElicitResult,
     ElicitValue, InputRequest, InputRequests, InputResponse, InputResponses, JsonObject,
-    ListRootsResult, RequestedSchema, method_names,
+    ListRootsResult, Method, RequestedSchema, method_names,
 };
 use serde_json::Value;
 
@@ -163,13 +163,11 @@ impl Handlers {
         method: &str,
         params: Option<&serde_json::value::RawValue>,
     ) -> Result<Value, ErrorObject> {
-        let request = match method {
+        let request = match Method::parse(method) {
             // spec 2025-11-25 basic/utilities/ping: the receiver MUST answer promptly, with an
             // empty result.
-            method_names::PING => return Ok(Value::Object(JsonObject::new())),
-            method_names::ELICITATION_CREATE
-            | method_names::SAMPLING_CREATE_MESSAGE
-            | method_names::ROOTS_LIST => {
+            Method::Ping => return Ok(Value::Object(JsonObject::new())),
+            Method::Elicit | Method::CreateMessage | Method::ListRoots => {
                 // The embedded shape is written as text and decoded in one pass, method first, so
                 // the params are read from the server's own text: a round trip through `Value`
                 // would sort a form's fields by name instead of keeping the server's order.
@@ -181,7 +179,7 @@ impl Handlers {
                 text.push('}');
                 serde_json::from_str::<InputRequest>(&text).map_err(ErrorObject::invalid_params)?
             }
-            other => return Err(ErrorObject::method_not_found(other)),
+            _ => return Err(ErrorObject::method_not_found(method)),
         };
         let missing = match &request {
             InputRequest::CreateMessage(_) => self.sampling.is_none(),

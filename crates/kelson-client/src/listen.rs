@@ -17,7 +17,8 @@ use std::task::{Context, Poll};
 use futures_util::Stream;
 use kelson_jsonrpc::Id;
 use kelson_types::{
-    JsonObject, SubscriptionFilter, SubscriptionsAcknowledgedNotificationParams, method_names,
+    JsonObject, Method, SubscriptionFilter, SubscriptionsAcknowledgedNotificationParams,
+    method_names,
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -53,11 +54,11 @@ pub enum ListenEvent {
 
 impl ListenEvent {
     fn from_message(method: String, params: Option<Value>) -> Self {
-        match method.as_str() {
-            method_names::NOTIFICATIONS_TOOLS_LIST_CHANGED => ListenEvent::ToolsListChanged,
-            method_names::NOTIFICATIONS_PROMPTS_LIST_CHANGED => ListenEvent::PromptsListChanged,
-            method_names::NOTIFICATIONS_RESOURCES_LIST_CHANGED => ListenEvent::ResourcesListChanged,
-            method_names::NOTIFICATIONS_RESOURCES_UPDATED => {
+        match Method::parse(&method) {
+            Method::ToolListChanged => ListenEvent::ToolsListChanged,
+            Method::PromptListChanged => ListenEvent::PromptsListChanged,
+            Method::ResourceListChanged => ListenEvent::ResourcesListChanged,
+            Method::ResourceUpdated => {
                 match params
                     .as_ref()
                     .and_then(|p| p.get("uri"))

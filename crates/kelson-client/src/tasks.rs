@@ -21,13 +21,6 @@ use crate::request::{Options, Request};
 use crate::result::{Kind, decode, result_kind};
 use crate::{Client, Error, Violation};
 
-/// `tasks/get`: a task's status, and its result, error or input requests.
-pub(crate) const TASKS_GET: &str = "tasks/get";
-/// `tasks/update`: answers to a task's input requests.
-pub(crate) const TASKS_UPDATE: &str = "tasks/update";
-/// `tasks/cancel`: stops a task.
-pub(crate) const TASKS_CANCEL: &str = "tasks/cancel";
-
 /// The shortest wait between two polls, whatever the server asks: a server cannot make the
 /// client poll in a tight loop.
 pub(crate) const MIN_POLL: Duration = Duration::from_millis(100);
@@ -165,7 +158,9 @@ impl Client {
             Box::pin(async move {
                 c.inner.modern_only()?;
                 let (task, _) = c.inner.fetch_task(&id, &Options::for_poll(&o)).await?;
-                c.inner.follow(task.task, &o, Abort::Leave, TASKS_GET).await
+                c.inner
+                    .follow(task.task, &o, Abort::Leave, method_names::TASKS_GET)
+                    .await
             })
         })
     }
@@ -278,9 +273,11 @@ impl Inner {
             declare_tasks: true,
             ..options.clone()
         };
-        let raw = self.send(TASKS_GET, params, hints, &options).await?;
-        result_kind(TASKS_GET, &raw, false, false)?;
-        let got: GetTaskResult = decode(TASKS_GET, &raw)?;
+        let raw = self
+            .send(method_names::TASKS_GET, params, hints, &options)
+            .await?;
+        result_kind(method_names::TASKS_GET, &raw, false, false)?;
+        let got: GetTaskResult = decode(method_names::TASKS_GET, &raw)?;
         Ok((got.task, raw))
     }
 
@@ -299,8 +296,10 @@ impl Inner {
             declare_tasks: true,
             ..options.clone()
         };
-        let raw = self.send(TASKS_UPDATE, params, hints, &options).await?;
-        result_kind(TASKS_UPDATE, &raw, false, false)?;
+        let raw = self
+            .send(method_names::TASKS_UPDATE, params, hints, &options)
+            .await?;
+        result_kind(method_names::TASKS_UPDATE, &raw, false, false)?;
         options.deliver_result(&raw);
         Ok(())
     }
@@ -311,8 +310,10 @@ impl Inner {
             declare_tasks: true,
             ..options.clone()
         };
-        let raw = self.send(TASKS_CANCEL, params, hints, &options).await?;
-        result_kind(TASKS_CANCEL, &raw, false, false)?;
+        let raw = self
+            .send(method_names::TASKS_CANCEL, params, hints, &options)
+            .await?;
+        result_kind(method_names::TASKS_CANCEL, &raw, false, false)?;
         options.deliver_result(&raw);
         Ok(())
     }
@@ -423,7 +424,10 @@ impl Inner {
                 TaskStatus::Failed => {
                     return Ok(Err(match detailed.error {
                         Some(error) => Error::protocol(method_names::TOOLS_CALL, error),
-                        None => Error::malformed(TASKS_GET, "a failed task without its error"),
+                        None => Error::malformed(
+                            method_names::TASKS_GET,
+                            "a failed task without its error",
+                        ),
                     }));
                 }
                 TaskStatus::Cancelled => {
@@ -444,7 +448,7 @@ impl Inner {
                     }
                     if updates >= self.config.max_rounds {
                         return Err(Violation::TooManyRounds {
-                            method: TASKS_UPDATE.to_owned(),
+                            method: method_names::TASKS_UPDATE.to_owned(),
                             rounds: updates,
                         }
                         .into());
@@ -491,11 +495,11 @@ fn completed(raw: &RawValue, options: &Options) -> Result<CallToolResult, Error>
         #[serde(borrow)]
         result: Option<&'a RawValue>,
     }
-    let peek: Peek<'_> =
-        serde_json::from_str(raw.get()).map_err(|e| Error::malformed(TASKS_GET, e))?;
+    let peek: Peek<'_> = serde_json::from_str(raw.get())
+        .map_err(|e| Error::malformed(method_names::TASKS_GET, e))?;
     let Some(result) = peek.result else {
         return Err(Error::malformed(
-            TASKS_GET,
+            method_names::TASKS_GET,
             "a completed task without its result",
         ));
     };

@@ -15,6 +15,7 @@ use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 use kelson_http::headers::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use kelson_http::sse::SseParser;
+use kelson_types::method_names;
 
 use super::Clock;
 use super::era::{self, Failure, Found, Protocol};
@@ -161,7 +162,10 @@ impl Target {
     pub(crate) async fn probe(&self) -> anyhow::Result<Found> {
         let mut sender = self.connect().await?;
         let mut headers = self.base.clone();
-        headers.insert(MCP_METHOD, HeaderValue::from_static("server/discover"));
+        headers.insert(
+            MCP_METHOD,
+            HeaderValue::from_static(method_names::SERVER_DISCOVER),
+        );
         let request = self.post(workload::discover()?.body(era::PROBE_ID), headers);
         let answer = tokio::time::timeout(PROBE_WAIT, exchange(&mut sender, request))
             .await
@@ -171,7 +175,7 @@ impl Target {
                     PROBE_WAIT.as_secs()
                 )
             })?
-            .context("server/discover")?;
+            .context(method_names::SERVER_DISCOVER)?;
         let message = message_of(answer.sse, &answer.body);
         Ok(era::classify_http(answer.status, message.as_deref()))
     }
@@ -189,7 +193,10 @@ impl Target {
         for page in 0..tools::MAX_PAGES {
             let mut headers = session.headers.clone();
             if !session.legacy {
-                headers.insert(MCP_METHOD, HeaderValue::from_static("tools/list"));
+                headers.insert(
+                    MCP_METHOD,
+                    HeaderValue::from_static(method_names::TOOLS_LIST),
+                );
             }
             let body = tools::request(page, cursor.as_deref(), session.legacy);
             let request = self.post(body, headers);
@@ -225,12 +232,12 @@ impl Target {
         let mut headers = self.base.clone();
         headers.remove(MCP_PROTOCOL_VERSION);
         let body = workload::initialize()
-            .map_err(|e| transport("initialize", &e))?
+            .map_err(|e| transport(method_names::INITIALIZE, &e))?
             .body(era::INITIALIZE_ID);
         let answer = tokio::time::timeout(STALL, exchange(sender, self.post(body, headers)))
             .await
-            .map_err(|_| transport("initialize", &"no answer within 30 s"))?
-            .map_err(|e| transport("initialize", &e))?;
+            .map_err(|_| transport(method_names::INITIALIZE, &"no answer within 30 s"))?
+            .map_err(|e| transport(method_names::INITIALIZE, &e))?;
         let message = message_of(answer.sse, &answer.body);
         if !answer.status.is_success() {
             // A JSON-RPC error on a 4xx is the server's word on the request; any other refusal,
@@ -251,7 +258,7 @@ impl Target {
                 .map(|h| format!("; {h}"))
                 .unwrap_or_default();
             return Err(transport(
-                "initialize",
+                method_names::INITIALIZE,
                 &format_args!("HTTP {}: {sample}{hint}", answer.status),
             ));
         }
@@ -268,11 +275,16 @@ impl Target {
         let request = self.post(Bytes::from_static(workload::INITIALIZED), headers.clone());
         let answer = tokio::time::timeout(STALL, exchange(sender, request))
             .await
-            .map_err(|_| transport("notifications/initialized", &"no answer within 30 s"))?
-            .map_err(|e| transport("notifications/initialized", &e))?;
+            .map_err(|_| {
+                transport(
+                    method_names::NOTIFICATIONS_INITIALIZED,
+                    &"no answer within 30 s",
+                )
+            })?
+            .map_err(|e| transport(method_names::NOTIFICATIONS_INITIALIZED, &e))?;
         if !answer.status.is_success() {
             return Err(transport(
-                "notifications/initialized",
+                method_names::NOTIFICATIONS_INITIALIZED,
                 &format_args!("HTTP {}", answer.status),
             ));
         }

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use kelson_types::method_names;
 use serde::Serialize;
 use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -188,12 +189,12 @@ pub(crate) async fn run(plan: Plan, workload: Arc<Workload>) -> anyhow::Result<O
     {
         let (url, addr, counters) = (url.clone(), addr.clone(), counters.clone());
         tasks_spawned.push(tokio::spawn(async move {
-            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": method_names::SUBSCRIPTIONS_LISTEN,
                 "params": {"notifications": {"toolsListChanged": true, "resourcesListChanged": true},
                            "_meta": {"io.modelcontextprotocol/protocolVersion": kelson_types::LATEST_PROTOCOL_VERSION,
                                      "io.modelcontextprotocol/clientCapabilities": {}}}})
             .to_string();
-            let request = raw_post(&url, "subscriptions/listen", body.as_bytes());
+            let request = raw_post(&url, method_names::SUBSCRIPTIONS_LISTEN, body.as_bytes());
             let mut round = 0u64;
             while Instant::now() < end {
                 round += 1;

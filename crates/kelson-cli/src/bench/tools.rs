@@ -4,6 +4,7 @@
 
 use bytes::Bytes;
 use kelson_jsonrpc::code;
+use kelson_types::method_names;
 use serde_json::{Value, json};
 
 use super::workload::Workload;
@@ -33,8 +34,7 @@ pub(crate) fn request(n: u64, cursor: Option<&str>, legacy: bool) -> Bytes {
             }),
         );
     }
-    let body =
-        json!({"jsonrpc": "2.0", "id": page_id(n), "method": "tools/list", "params": params});
+    let body = json!({"jsonrpc": "2.0", "id": page_id(n), "method": method_names::TOOLS_LIST, "params": params});
     Bytes::from(body.to_string())
 }
 

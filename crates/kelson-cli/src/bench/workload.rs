@@ -5,6 +5,7 @@
 
 use anyhow::{Context as _, bail};
 use bytes::Bytes;
+use kelson_types::{Method, method_names};
 use serde_json::{Value, json};
 
 /// One kind of request in the workload.
@@ -29,7 +30,7 @@ pub(crate) struct Template {
 impl Template {
     fn new(method: &'static str, params: Value, label: String) -> anyhow::Result<Self> {
         let name_header = kelson_http::name_header_value(method, &params);
-        let call = (method == "tools/call")
+        let call = matches!(Method::parse(method), Method::CallTool)
             .then(|| {
                 let name = params.get("name")?.as_str()?.to_owned();
                 let arguments = params.get("arguments")?.as_object()?.clone();
@@ -83,22 +84,22 @@ fn with_meta(mut params: Value, legacy: bool) -> Value {
 /// The era-probe request: a modern `server/discover` (spec 2026-07-28 basic/versioning).
 pub(crate) fn discover() -> anyhow::Result<Template> {
     Template::new(
-        "server/discover",
+        method_names::SERVER_DISCOVER,
         with_meta(json!({}), false),
-        "server/discover".to_owned(),
+        method_names::SERVER_DISCOVER.to_owned(),
     )
 }
 
 /// The legacy handshake's `initialize` request, offering the newest legacy revision.
 pub(crate) fn initialize() -> anyhow::Result<Template> {
     Template::new(
-        "initialize",
+        method_names::INITIALIZE,
         json!({
             "protocolVersion": kelson_client::LEGACY_VERSIONS[0],
             "capabilities": {},
             "clientInfo": {"name": "kelson-bench", "version": env!("CARGO_PKG_VERSION")},
         }),
-        "initialize".to_owned(),
+        method_names::INITIALIZE.to_owned(),
     )
 }
 
@@ -173,7 +174,7 @@ pub(crate) fn call(name: &str, arguments: &str, legacy: bool) -> anyhow::Result<
         bail!("--args must be a JSON object");
     }
     Template::new(
-        "tools/call",
+        method_names::TOOLS_CALL,
         with_meta(json!({"name": name, "arguments": arguments}), legacy),
         format!("tools/call {name}"),
     )
@@ -182,16 +183,16 @@ pub(crate) fn call(name: &str, arguments: &str, legacy: bool) -> anyhow::Result<
 /// `tools/list`.
 pub(crate) fn list_tools(legacy: bool) -> anyhow::Result<Template> {
     Template::new(
-        "tools/list",
+        method_names::TOOLS_LIST,
         with_meta(json!({}), legacy),
-        "tools/list".to_owned(),
+        method_names::TOOLS_LIST.to_owned(),
     )
 }
 
 /// `resources/read` of `uri`.
 pub(crate) fn read(uri: &str, legacy: bool) -> anyhow::Result<Template> {
     Template::new(
-        "resources/read",
+        method_names::RESOURCES_READ,
         with_meta(json!({"uri": uri}), legacy),
         format!("resources/read {uri}"),
     )

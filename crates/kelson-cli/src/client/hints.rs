@@ -6,6 +6,7 @@ use std::process::ExitStatus;
 use http::StatusCode;
 use kelson_client::{ErrorKind, HttpError};
 use kelson_jsonrpc::{ErrorObject, code};
+use kelson_types::Method;
 
 use super::{CliError, Common, words};
 
@@ -205,7 +206,9 @@ fn protocol_hint(method: &str, error: &ErrorObject) -> Option<String> {
             }
         }
         // Only a modern-only server answers initialize with the versions it speaks.
-        code::UNSUPPORTED_PROTOCOL_VERSION if method == "initialize" => {
+        code::UNSUPPORTED_PROTOCOL_VERSION
+            if matches!(Method::parse(method), Method::Initialize) =>
+        {
             Some("the server speaks only the modern protocol: leave out --era legacy".to_owned())
         }
         code::METHOD_NOT_FOUND if method.starts_with("tasks/") => {

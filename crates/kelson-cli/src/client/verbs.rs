@@ -8,7 +8,7 @@ use futures_util::StreamExt as _;
 use kelson_client::{Client, ListenEvent, Request};
 use kelson_types::{
     CallToolResult, CompleteArgument, CompleteContext, CompletionReference, DiscoverResult,
-    LoggingLevel, SubscriptionFilter,
+    LoggingLevel, Method, SubscriptionFilter,
 };
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -734,13 +734,11 @@ impl Interrupt {
 
 fn show_event(out: &Out, event: &ListenEvent) {
     let (method, params) = match event {
-        ListenEvent::ToolsListChanged => ("notifications/tools/list_changed".to_owned(), None),
-        ListenEvent::PromptsListChanged => ("notifications/prompts/list_changed".to_owned(), None),
-        ListenEvent::ResourcesListChanged => {
-            ("notifications/resources/list_changed".to_owned(), None)
-        }
+        ListenEvent::ToolsListChanged => (Method::ToolListChanged.to_string(), None),
+        ListenEvent::PromptsListChanged => (Method::PromptListChanged.to_string(), None),
+        ListenEvent::ResourcesListChanged => (Method::ResourceListChanged.to_string(), None),
         ListenEvent::ResourceUpdated { uri } => (
-            "notifications/resources/updated".to_owned(),
+            Method::ResourceUpdated.to_string(),
             Some(json!({ "uri": uri })),
         ),
         ListenEvent::Other { method, params } => (method.clone(), params.clone()),
