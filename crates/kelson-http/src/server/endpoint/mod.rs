@@ -18,8 +18,8 @@
 //! official conformance suite pins.
 //!
 //! The server is reached in one place, `McpService::serve_mcp` (`prepare_observed`, `check`,
-//! `dispatch`; the one method this transport tells apart by name is `subscriptions/listen`, whose
-//! answer is a stream), and for the handshake era in [`legacy`] (`initialize`, `legacy_dispatch`).
+//! `dispatch`; the one method this transport tells apart is `subscriptions/listen`, whose answer
+//! is a stream), and for the handshake era in [`legacy`] (`initialize`, `legacy_dispatch`).
 //!
 //! Every request reaches the server's observers ([`kelson_server::observe`]) through one
 //! [`RequestProbe`]: refusals at the HTTP level are reported here, with their status, apart from
