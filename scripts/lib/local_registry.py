@@ -12,7 +12,7 @@ Each index line is written from the package's own normalized Cargo.toml, as crat
 from the manifest it receives.
 
     local_registry.py --out DIR --crate A.crate --crate B.crate ... --lock A/Cargo.lock ... \
-        --cache ~/.cargo/registry/cache/index.crates.io-*
+        --cache ~/.cargo/registry/cache/index.crates.io-HASH
 """
 
 import argparse
@@ -128,7 +128,7 @@ def registry_packages(lock_paths):
     return wanted
 
 
-def build(out, crates, locks, cache):
+def build(out, crates, locks, caches):
     """Writes the registry into OUT; returns how many versions it holds."""
     os.makedirs(os.path.join(out, "index"), exist_ok=True)
     entries = {}
@@ -150,10 +150,12 @@ def build(out, crates, locks, cache):
                     f"{checksum}, the packaged .crate has {entries[key]['cksum']}"
                 )
             continue
-        path = os.path.join(cache, f"{key[0]}-{key[1]}.crate")
-        if not os.path.exists(path):
+        found = [os.path.join(c, f"{key[0]}-{key[1]}.crate") for c in caches]
+        found = [p for p in found if os.path.exists(p)]
+        if not found:
             missing.append(f"{key[0]}-{key[1]}")
             continue
+        path = found[0]
         manifest, cksum = read_crate(path)
         if checksum and checksum != cksum:
             raise SystemExit(f"local_registry: {path} does not have the lock file's checksum")
@@ -186,7 +188,8 @@ def main(argv):
     parser.add_argument("--out", required=True, help="the registry folder to write")
     parser.add_argument("--crate", action="append", default=[], help="a packaged .crate of ours")
     parser.add_argument("--lock", action="append", default=[], help="a Cargo.lock whose crates.io packages to add")
-    parser.add_argument("--cache", required=True, help="cargo's .crate download cache for crates.io")
+    parser.add_argument("--cache", action="append", required=True,
+                        help="cargo's .crate download cache for crates.io (several are searched in order)")
     args = parser.parse_args(argv)
     count = build(args.out, args.crate, args.lock, args.cache)
     print(f"local_registry: {count} versions in {args.out}", file=sys.stderr)

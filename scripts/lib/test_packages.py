@@ -122,7 +122,7 @@ class Build(unittest.TestCase):
             with open(lock, "w") as f:
                 f.write(f'version = 4\n[[package]]\nname = "dep"\nversion = "1.0.0"\nsource = "{lr.CRATES_IO}"\n')
             out = os.path.join(tmp, "registry")
-            self.assertEqual(lr.build(out, [ours], [lock], cache), 2)
+            self.assertEqual(lr.build(out, [ours], [lock], [os.path.join(tmp, "elsewhere"), cache]), 2)
             with open(os.path.join(out, "index", "3", "d", "dep")) as f:
                 self.assertEqual(json.loads(f.readline())["vers"], "1.0.0")
             self.assertTrue(os.path.exists(os.path.join(out, "ours-0.1.0.crate")))
@@ -133,7 +133,7 @@ class Build(unittest.TestCase):
             with open(lock, "w") as f:
                 f.write(f'version = 4\n[[package]]\nname = "gone"\nversion = "2.0.0"\nsource = "{lr.CRATES_IO}"\n')
             with self.assertRaises(SystemExit) as e:
-                lr.build(os.path.join(tmp, "r"), [], [lock], tmp)
+                lr.build(os.path.join(tmp, "r"), [], [lock], [tmp])
             self.assertIn("gone-2.0.0", str(e.exception))
 
 
