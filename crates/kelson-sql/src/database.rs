@@ -24,6 +24,9 @@ pub struct PoolStats {
     pub in_use: usize,
     /// Calls waiting for a connection now.
     pub waiting: usize,
+    /// Times calls waited for the database server, since the pool was made: a PostgreSQL read
+    /// of one batch of rows waits once. Always 0 for SQLite, which runs in the process.
+    pub round_trips: u64,
 }
 
 /// A named SQL database the adapter serves: an SQLite file, a PostgreSQL server or a MySQL or

@@ -81,9 +81,9 @@ pub enum SqlError {
         /// What the server said (role or database missing, password refused, ...), or what the
         /// connection met (refused at an address, timed out), in words.
         message: String,
-        /// What the driver or server said.
+        /// What the driver, the connection or the server said.
         #[source]
-        source: tokio_postgres::Error,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A MySQL or MariaDB connection or catalog query failed.
     #[cfg(feature = "mysql")]

@@ -153,8 +153,8 @@
 //! [`create_sample_database`] then return [`SqlError::EngineNotCompiled`] ("PostgreSQL support is
 //! not compiled in: build kelson-sql with the `postgres` feature"). Used approvals are always recorded
 //! in memory unless a ledger is chosen. A feature adds only what carries its driver's types: the
-//! error variants `SqlError::Sqlite` (a `rusqlite::Error`), `SqlError::Postgres` (a
-//! `tokio_postgres::Error`) and `SqlError::Mysql` (a `mysql_async::Error`). [`SqlError`] is `#[non_exhaustive]` so that this stays additive: a
+//! error variants `SqlError::Sqlite` (a `rusqlite::Error`), `SqlError::Postgres` (the
+//! boxed error of its driver or connection) and `SqlError::Mysql` (a `mysql_async::Error`). [`SqlError`] is `#[non_exhaustive]` so that this stays additive: a
 //! match written against one set of features still compiles when another crate in the build turns
 //! on more.
 //!

@@ -158,6 +158,7 @@ impl MyPool {
                 .size
                 .saturating_sub(shared.permits.available_permits()),
             waiting: shared.waiting.load(Ordering::Relaxed),
+            round_trips: 0,
         }
     }
 

@@ -9,6 +9,7 @@ use std::error::Error as _;
 use tokio_postgres::config::Host;
 use tokio_postgres::{Config, error::SqlState};
 
+use super::wire::WireError;
 use crate::error::SqlError;
 
 /// A setup error ([`SqlError::Postgres`]) for the database named `database` (by the adapter), with
@@ -34,7 +35,69 @@ pub(crate) fn setup_error(
         database: database.to_owned(),
         target,
         message,
-        source,
+        source: Box::new(source),
+    }
+}
+
+/// A setup error ([`SqlError::Postgres`]) from one of the adapter's own connections.
+pub(crate) fn wire_setup_error(database: &str, config: &Config, source: WireError) -> SqlError {
+    SqlError::Postgres {
+        database: database.to_owned(),
+        target: format!("{} ", target(config)),
+        message: describe_wire(&source, config),
+        source: Box::new(source),
+    }
+}
+
+/// What went wrong on one of the adapter's own connections, in the same words as [`describe`].
+pub(crate) fn describe_wire(error: &WireError, config: &Config) -> String {
+    let at = address(config);
+    match error {
+        WireError::Db(db) => server_words(
+            &db.code,
+            &db.message,
+            db.detail.as_deref(),
+            db.hint.as_deref(),
+        ),
+        WireError::Io(io) => io_words(io, &at),
+        WireError::Timeout => format!("no answer from {at} within the connect timeout"),
+        WireError::Tls(why) => format!("TLS with {at}: {why}"),
+        WireError::Closed => format!("the server at {at} closed the connection"),
+        other => format!("{other} ({at})"),
+    }
+}
+
+/// The server's message, with its detail, and what to do about it when the code says.
+fn server_words(
+    code: &SqlState,
+    message: &str,
+    detail: Option<&str>,
+    hint: Option<&str>,
+) -> String {
+    let mut text = message.to_owned();
+    if let Some(detail) = detail {
+        text.push_str(&format!(" ({detail})"));
+    }
+    if *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
+        && (text.contains("no encryption") || text.contains("SSL off"))
+    {
+        text.push_str(
+            "; the server accepts only encrypted (TLS) connections for this role and \
+             database, and this connection is not encrypted",
+        );
+    } else if let Some(hint) = hint {
+        text.push_str(&format!("; hint: {hint}"));
+    }
+    text
+}
+
+fn io_words(io: &std::io::Error, at: &str) -> String {
+    match io.kind() {
+        std::io::ErrorKind::ConnectionRefused => {
+            format!("connection refused at {at}: is PostgreSQL running there?")
+        }
+        std::io::ErrorKind::TimedOut => format!("no answer from {at} (timed out)"),
+        _ => format!("cannot connect to {at}: {io}"),
     }
 }
 
@@ -66,34 +129,13 @@ fn address(config: &Config) -> String {
 /// with the address it tried.
 pub(crate) fn describe(error: &tokio_postgres::Error, config: &Config) -> String {
     if let Some(db) = error.as_db_error() {
-        let mut text = db.message().to_owned();
-        if let Some(detail) = db.detail() {
-            text.push_str(&format!(" ({detail})"));
-        }
-        let code = db.code();
-        if *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
-            && (text.contains("no encryption") || text.contains("SSL off"))
-        {
-            text.push_str(
-                "; the server accepts only encrypted (TLS) connections for this role and \
-                 database, and this connection is not encrypted",
-            );
-        } else if let Some(hint) = db.hint() {
-            text.push_str(&format!("; hint: {hint}"));
-        }
-        return text;
+        return server_words(db.code(), db.message(), db.detail(), db.hint());
     }
     let at = address(config);
     let mut cause = error.source();
     while let Some(e) = cause {
         if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            return match io.kind() {
-                std::io::ErrorKind::ConnectionRefused => {
-                    format!("connection refused at {at}: is PostgreSQL running there?")
-                }
-                std::io::ErrorKind::TimedOut => format!("no answer from {at} (timed out)"),
-                _ => format!("cannot connect to {at}: {io}"),
-            };
+            return io_words(io, &at);
         }
         cause = e.source();
     }

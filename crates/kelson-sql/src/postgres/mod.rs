@@ -1,60 +1,76 @@
 //! The PostgreSQL engine: every call in a transaction of its own, `READ ONLY` for reads, with
-//! `SET LOCAL statement_timeout`; one statement per call through the extended protocol (whose Parse
-//! message refuses more than one); parameters bound in text format; cancellation through the
-//! server's cancel request.
+//! its time limits set for the transaction; one statement per call through the extended protocol
+//! (whose Parse message refuses more than one); parameters bound in text format; cancellation
+//! through the server's cancel request.
+//!
+//! Calls run on the adapter's own connections ([`wire`]), which send everything a call needs in
+//! one write: a one-row read is one round trip to the server.
 
+mod calls;
 mod catalog;
 pub(crate) mod errors;
 mod pool;
 mod tls;
 mod types;
+mod wire;
 
 pub(crate) use tls::PgTls;
 
 use std::future::Future;
 use std::pin::{Pin, pin};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt as _;
-use serde_json::Value;
-use tokio_postgres::error::{ErrorPosition, SqlState};
-use tokio_postgres::{CancelToken, Client, Row, SimpleQueryMessage, Statement};
+use tokio_postgres::Client;
+use tokio_postgres::error::SqlState;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{DatabaseConfig, Limits, PostgresConfig, SslMode};
 use crate::engine::{CatalogEntry, Description};
 use crate::error::{ExecError, SqlError};
-use crate::output::{Column, Rows};
-use crate::value::{Collector, Param, Truncation};
-use catalog::{TABLES, check_role, describe};
+use crate::output::Rows;
+use crate::value::Param;
+use catalog::{check_role, describe, tables};
 use pool::{GetError, PgConn, PgPool};
-use types::{RawValue, TextParam, decode};
+use wire::{CancelKey, Wire, WireError};
 
 /// How long past the call's deadline the adapter waits for the server's own `statement_timeout`
 /// before it sends a cancel request itself.
 const GRACE: Duration = Duration::from_secs(2);
 /// How long a cancelled statement may take to stop before its connection is abandoned.
 const STOP_WAIT: Duration = Duration::from_secs(5);
-/// Rows fetched per round trip from a read's portal, so that the byte limit can stop a read early.
-const FETCH: usize = 256;
 
-/// A failed call: what to tell the model, and whether the connection is no longer fit for another
-/// call.
+/// A failed call: what to tell the model, whether the connection is no longer fit for another
+/// call, and whether a read may run again on another connection.
 struct Failure {
     error: ExecError,
     fatal: bool,
+    /// The connection turned out unusable before the statement's answer was read (the previous
+    /// call's reset failed): a read is run once more, on another connection.
+    retry: bool,
 }
 
 impl Failure {
-    fn pg(e: &tokio_postgres::Error, limit: Duration) -> Failure {
-        // Anything but an error the server reported leaves the protocol state unknown. A missing
-        // prepared statement means the statements this driver caches were deallocated (a user's
-        // `DEALLOCATE ALL`), which would break every later call on the connection.
-        let fatal =
-            e.as_db_error().is_none() || e.code() == Some(&SqlState::INVALID_SQL_STATEMENT_NAME);
+    fn wire(e: &WireError, limit: Duration) -> Failure {
+        // Anything but an error the server reported leaves the protocol state unknown, and a
+        // FATAL one ends the session.
+        let fatal = e
+            .db()
+            .is_none_or(|db| db.severity == "FATAL" || db.severity == "PANIC");
+        let retry = matches!(e, WireError::Unclean(_));
         Failure {
             error: classify(e, limit),
             fatal,
+            retry,
+        }
+    }
+
+    /// An error the server reported for the statement: the connection stays usable.
+    fn sql(error: ExecError) -> Failure {
+        Failure {
+            error,
+            fatal: false,
+            retry: false,
         }
     }
 }
@@ -64,8 +80,8 @@ type Done<T> = (Result<T, Failure>, bool);
 
 type Job<'c, T> = Pin<Box<dyn Future<Output = Done<T>> + Send + 'c>>;
 
-/// A job's result on a connection it did not change: reusable unless the failure says otherwise.
-fn plain<T>(result: Result<T, Failure>) -> Done<T> {
+/// A job's result: the connection is reusable unless the failure says otherwise.
+fn done<T>(result: Result<T, Failure>) -> Done<T> {
     let reusable = result.as_ref().map_or_else(|f| !f.fatal, |_| true);
     (result, reusable)
 }
@@ -73,6 +89,9 @@ fn plain<T>(result: Result<T, Failure>) -> Done<T> {
 pub(crate) struct PgDb {
     reader: PgPool,
     writer: Option<PgPool>,
+    /// The types met in results that are not built in (enums, domains, arrays of them), looked
+    /// up once.
+    types: Arc<calls::TypeCache>,
 }
 
 /// Connects for one of the adapter's own tables (the approval ledger, the task store): within
@@ -161,42 +180,70 @@ impl PgDb {
         } else {
             None
         };
-        Ok(PgDb { reader, writer })
+        Ok(PgDb {
+            reader,
+            writer,
+            types: Arc::default(),
+        })
     }
 
     /// Lends a connection and runs `job` on it, under the call's deadline and the request's
     /// cancellation: either one sends PostgreSQL a cancel request for the running statement.
+    /// A job that found its connection unusable before its statement's answer runs once more on
+    /// another connection when `retry` allows it (reads).
     async fn run<T, F>(
         &self,
         pool: &PgPool,
         limits: Limits,
         cancel: &CancellationToken,
+        retry: bool,
         job: F,
     ) -> Result<T, ExecError>
     where
-        F: for<'c> FnOnce(&'c mut Client) -> Job<'c, T>,
+        F: for<'c> Fn(&'c mut Wire) -> Job<'c, T>,
     {
         let deadline = Instant::now() + limits.timeout;
-        let wait = limits.connection_wait.min(limits.timeout);
+        let mut tries = if retry { 2 } else { 1 };
+        loop {
+            tries -= 1;
+            match self.run_once(pool, limits, cancel, deadline, &job).await {
+                Err(f) if f.retry && tries > 0 => continue,
+                result => return result.map_err(|f| f.error),
+            }
+        }
+    }
+
+    async fn run_once<T, F>(
+        &self,
+        pool: &PgPool,
+        limits: Limits,
+        cancel: &CancellationToken,
+        deadline: Instant,
+        job: &F,
+    ) -> Result<T, Failure>
+    where
+        F: for<'c> Fn(&'c mut Wire) -> Job<'c, T>,
+    {
+        let stop = |error| Failure {
+            error,
+            fatal: false,
+            retry: false,
+        };
+        let wait = limits
+            .connection_wait
+            .min(deadline.saturating_duration_since(Instant::now()));
         let mut conn: PgConn = tokio::select! {
             biased;
-            () = cancel.cancelled() => return Err(ExecError::Cancelled),
-            () = tokio::time::sleep_until(deadline.into()) => return Err(ExecError::Timeout(limits.timeout)),
-            conn = pool.get(wait) => conn.map_err(|e| match e {
+            () = cancel.cancelled() => return Err(stop(ExecError::Cancelled)),
+            () = tokio::time::sleep_until(deadline.into()) => return Err(stop(ExecError::Timeout(limits.timeout))),
+            conn = pool.get(wait) => conn.map_err(|e| stop(match e {
                 GetError::Busy { connections } => ExecError::Busy { connections, waited: wait },
                 GetError::Connect(e) => ExecError::Unavailable(pool.describe(&e)),
-            })?,
+            }))?,
         };
-        let token = conn.client().cancel_token();
+        let key = conn.wire().cancel_key().clone();
         conn.start();
-        let (out, stopped) = supervise(
-            job(conn.client()),
-            cancel,
-            deadline + GRACE,
-            &token,
-            pool.tls(),
-        )
-        .await;
+        let (out, stopped) = supervise(job(conn.wire()), cancel, deadline + GRACE, &key).await;
         match (out, stopped) {
             (Some((result, reusable)), None) => {
                 if reusable {
@@ -204,7 +251,7 @@ impl PgDb {
                 } else {
                     conn.abandon();
                 }
-                result.map_err(|f| f.error)
+                result
             }
             // A cancel request was sent, so the connection is dropped rather than reused: a late
             // cancel could otherwise hit the next call's statement. A call that finished anyway
@@ -215,7 +262,7 @@ impl PgDb {
             }
             (_, Some(error)) => {
                 conn.abandon();
-                Err(error(limits.timeout))
+                Err(stop(error(limits.timeout)))
             }
             (None, None) => unreachable!("supervise returns an output unless it stopped the work"),
         }
@@ -228,11 +275,12 @@ impl PgDb {
         limits: Limits,
         cancel: &CancellationToken,
     ) -> Result<Rows, ExecError> {
-        self.run(&self.reader, limits, cancel, move |client| {
-            Box::pin(async move {
-                let result = read_in_tx(client, &sql, &params, limits).await;
-                finish_call(client, result).await
-            })
+        let sql: Arc<str> = sql.into();
+        let params: Arc<[Option<String>]> = params.iter().map(Param::to_text).collect();
+        let types = self.types.clone();
+        self.run(&self.reader, limits, cancel, true, move |wire| {
+            let (sql, params, types) = (sql.clone(), params.clone(), types.clone());
+            Box::pin(async move { calls::read(wire, &sql, &params, limits, &types).await })
         })
         .await
     }
@@ -249,11 +297,12 @@ impl PgDb {
                 "writes are not enabled on this database".into(),
             ));
         };
-        self.run(writer, limits, cancel, move |client| {
-            Box::pin(async move {
-                let result = write_in_tx(client, &sql, &params, limits).await;
-                finish_call(client, result).await
-            })
+        let sql: Arc<str> = sql.into();
+        let params: Arc<[Option<String>]> = params.iter().map(Param::to_text).collect();
+        let types = self.types.clone();
+        self.run(writer, limits, cancel, false, move |wire| {
+            let (sql, params, types) = (sql.clone(), params.clone(), types.clone());
+            Box::pin(async move { calls::write(wire, &sql, &params, limits, &types).await })
         })
         .await
     }
@@ -263,26 +312,8 @@ impl PgDb {
         limits: Limits,
         cancel: &CancellationToken,
     ) -> Result<Vec<CatalogEntry>, ExecError> {
-        let timeout = limits.timeout;
-        self.run(&self.reader, limits, cancel, move |client| {
-            Box::pin(async move {
-                let rows = client.query(TABLES, &[]).await;
-                plain(
-                    rows.and_then(|rows| {
-                        rows.iter()
-                            .map(|r| {
-                                Ok(CatalogEntry {
-                                    schema: r.try_get(0)?,
-                                    name: r.try_get(1)?,
-                                    kind: r.try_get(2)?,
-                                    fingerprint: r.try_get(3)?,
-                                })
-                            })
-                            .collect()
-                    })
-                    .map_err(|e| Failure::pg(&e, timeout)),
-                )
-            })
+        self.run(&self.reader, limits, cancel, true, |wire| {
+            Box::pin(async move { done(tables(wire, limits.timeout).await) })
         })
         .await
     }
@@ -294,14 +325,10 @@ impl PgDb {
         limits: Limits,
         cancel: &CancellationToken,
     ) -> Result<Option<Description>, ExecError> {
-        let timeout = limits.timeout;
-        self.run(&self.reader, limits, cancel, move |client| {
+        self.run(&self.reader, limits, cancel, true, move |wire| {
+            let (schema, table) = (schema.clone(), table.clone());
             Box::pin(async move {
-                plain(
-                    describe(client, schema.as_deref(), &table)
-                        .await
-                        .map_err(|e| Failure::pg(&e, timeout)),
-                )
+                done(describe(wire, schema.as_deref(), &table, limits.timeout).await)
             })
         })
         .await
@@ -315,8 +342,7 @@ async fn supervise<T>(
     work: impl Future<Output = T>,
     cancel: &CancellationToken,
     backstop: Instant,
-    token: &CancelToken,
-    tls: &PgTls,
+    key: &CancelKey,
 ) -> (Option<T>, Option<fn(Duration) -> ExecError>) {
     let mut work = pin!(work);
     let stopped: fn(Duration) -> ExecError = tokio::select! {
@@ -325,260 +351,39 @@ async fn supervise<T>(
         () = cancel.cancelled() => |_| ExecError::Cancelled,
         () = tokio::time::sleep_until(backstop.into()) => ExecError::Timeout,
     };
-    if let Err(e) = token.cancel_query(tls.clone()).await {
+    if let Err(e) = key.cancel().await {
         tracing::warn!(error = %e, "could not send PostgreSQL a cancel request");
     }
     let out = tokio::time::timeout(STOP_WAIT, &mut work).await.ok();
     (out, Some(stopped))
 }
 
-/// The per-transaction limits, set with `SET LOCAL` so that they end with the transaction. The
-/// closing `SELECT` takes the transaction's first snapshot, after which PostgreSQL refuses to switch
-/// it to read-write (`SET TRANSACTION READ WRITE`, `set_config('transaction_read_only', ...)`).
-fn session_limits(timeout: Duration) -> String {
-    let ms = timeout.as_millis().max(1);
-    format!(
-        "SET LOCAL statement_timeout = {ms}; SET LOCAL lock_timeout = {ms}; \
-         SET LOCAL idle_in_transaction_session_timeout = {}; SELECT 1",
-        ms + 60_000
-    )
-}
-
-fn check_params(stmt: &Statement, params: &[Param]) -> Result<Vec<TextParam>, Failure> {
-    let expected = stmt.params().len();
-    if expected != params.len() {
-        return Err(Failure {
-            error: ExecError::Sql(format!(
-                "the statement has {expected} parameter placeholder(s) ($1, $2, ...) but {} value(s) were given in `params`",
-                params.len()
-            )),
-            fatal: false,
-        });
-    }
-    Ok(params.iter().map(|p| TextParam(p.to_text())).collect())
-}
-
-fn columns(stmt: &Statement) -> Vec<Column> {
-    stmt.columns()
-        .iter()
-        .map(|c| Column {
-            name: c.name().to_owned(),
-            ty: Some(c.type_().name().to_owned()),
-        })
-        .collect()
-}
-
-/// A row's values as JSON, or `None` when one of them is larger than `cap` bytes on the wire:
-/// such a value could never be returned, so it is not decoded (a 60 MB text would otherwise be
-/// copied into a string, then serialized to be measured). The driver has already received the row
-/// by then; PostgreSQL has no setting that stops the server building a large value.
-fn values(row: &Row, limit: Duration, cap: usize) -> Result<Option<Vec<Value>>, Failure> {
-    let mut out = Vec::with_capacity(row.len());
-    for (i, column) in row.columns().iter().enumerate() {
-        let raw = row
-            .try_get::<_, RawValue<'_>>(i)
-            .map_err(|e| Failure::pg(&e, limit))?;
-        out.push(match raw.0 {
-            None => Value::Null,
-            Some(bytes) if bytes.len() > cap => return Ok(None),
-            Some(bytes) => decode(column.type_(), bytes),
-        });
-    }
-    Ok(Some(out))
-}
-
-/// A statement prepared in a transaction of its own, under the call's time limit.
-struct Prepared<'c> {
-    tx: tokio_postgres::Transaction<'c>,
-    stmt: Statement,
-    bound: Vec<TextParam>,
-    columns: Vec<Column>,
-}
-
-/// Starts a `READ ONLY` (or `READ WRITE`) transaction with the session limits, prepares `sql` and
-/// checks `params` against it.
-async fn prepare_in_tx<'c>(
-    client: &'c mut Client,
-    read_only: bool,
-    sql: &str,
-    params: &[Param],
-    limit: Duration,
-) -> Result<Prepared<'c>, Failure> {
-    let fail = |e: tokio_postgres::Error| Failure::pg(&e, limit);
-    let tx = client
-        .build_transaction()
-        .read_only(read_only)
-        .start()
-        .await
-        .map_err(fail)?;
-    // The limits and the statement's Parse go out together (one round trip instead of two); the
-    // server runs them in order, so the statement is parsed under the limits, after the snapshot.
-    let limits = session_limits(limit);
-    let (limited, prepared) = tokio::join!(tx.batch_execute(&limits), tx.prepare(sql));
-    limited.map_err(fail)?;
-    let stmt = prepared.map_err(fail)?;
-    let bound = check_params(&stmt, params)?;
-    let columns = columns(&stmt);
-    Ok(Prepared {
-        tx,
-        stmt,
-        bound,
-        columns,
-    })
-}
-
-/// A read: one statement in a `READ ONLY` transaction, fetched through a portal a batch at a time
-/// so that no more than the row limit (plus one, to detect truncation) ever leaves the server.
-async fn read_in_tx(
-    client: &mut Client,
-    sql: &str,
-    params: &[Param],
-    limits: Limits,
-) -> Result<Rows, Failure> {
-    let limit = limits.timeout;
-    let fail = |e: tokio_postgres::Error| Failure::pg(&e, limit);
-    let Prepared {
-        tx,
-        stmt,
-        bound,
-        columns,
-    } = prepare_in_tx(client, true, sql, params, limit).await?;
-    let portal = tx.bind_raw(&stmt, bound.iter()).await.map_err(fail)?;
-    let cap = limits.value_cap();
-    let mut collector = Collector::new(limits.max_rows, limits.max_bytes);
-    'fetch: loop {
-        let want = (limits.max_rows + 1 - collector.rows.len()).min(FETCH);
-        let batch = i32::try_from(want).unwrap_or(i32::MAX);
-        let mut stream = pin!(tx.query_portal_raw(&portal, batch).await.map_err(fail)?);
-        let mut got = 0;
-        while let Some(row) = stream.next().await {
-            let row = row.map_err(fail)?;
-            got += 1;
-            let Some(values) = values(&row, limit, cap)? else {
-                return Err(Failure {
-                    error: ExecError::TooBig(cap),
-                    fatal: false,
-                });
-            };
-            if !collector.push(values) {
-                break 'fetch;
-            }
-        }
-        if got < want {
-            // The portal is done. Only an empty query (whitespace or comments) ends without a
-            // command tag.
-            if got == 0 && columns.is_empty() && stream.rows_affected().is_none() {
-                return Err(Failure {
-                    error: ExecError::Empty,
-                    fatal: false,
-                });
-            }
-            break;
-        }
-    }
-    // Dropping the transaction rolls it back.
-    Ok(Rows {
-        columns,
-        rows: collector.rows,
-        truncated: collector.truncated,
-        rows_affected: None,
-    })
-}
-
-/// An approved write: one statement in a `READ WRITE` transaction, committed when it succeeds and
-/// rolled back otherwise. Returned rows (`RETURNING`) are kept up to the limits, but the statement
-/// always runs to completion.
-async fn write_in_tx(
-    client: &mut Client,
-    sql: &str,
-    params: &[Param],
-    limits: Limits,
-) -> Result<Rows, Failure> {
-    let limit = limits.timeout;
-    let fail = |e: tokio_postgres::Error| Failure::pg(&e, limit);
-    let Prepared {
-        tx,
-        stmt,
-        bound,
-        columns,
-    } = prepare_in_tx(client, false, sql, params, limit).await?;
-    let mut collector = Collector::new(limits.max_rows, limits.max_bytes);
-    let mut stream = pin!(tx.query_raw(&stmt, bound.iter()).await.map_err(fail)?);
-    while let Some(row) = stream.next().await {
-        let row = row.map_err(fail)?;
-        // An approved write runs to completion whatever it returns: a returned value over the
-        // cap only ends the rows kept, as the byte limit does.
-        if collector.wants_more() {
-            match values(&row, limit, limits.value_cap())? {
-                Some(values) => {
-                    collector.push(values);
-                }
-                None => collector.cut(Truncation::MaxBytes),
-            }
-        }
-    }
-    let affected = stream.rows_affected();
-    tx.commit().await.map_err(fail)?;
-    Ok(Rows {
-        columns,
-        rows: collector.rows,
-        truncated: collector.truncated,
-        rows_affected: Some(affected.unwrap_or(0)),
-    })
-}
-
-/// Clears the session state a statement can leave behind its rolled-back (or, for `execute`,
-/// committed) transaction: session advisory locks, cursors, `LISTEN`, settings and roles,
-/// temporary tables, sequence state. `DISCARD ALL` would also deallocate the statements this
-/// driver caches for type lookups, so statements prepared in SQL are counted instead: a connection
-/// that has any is not reused.
-const RESET_SESSION: &str = "SELECT pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL; \
-                             RESET ROLE; SET SESSION AUTHORIZATION DEFAULT; DISCARD TEMP; \
-                             DISCARD SEQUENCES; \
-                             SELECT count(*) FROM pg_prepared_statements WHERE from_sql";
-
-/// Ends a user statement's call: resets the session, and says whether the connection may serve
-/// another call.
-async fn finish_call<T>(client: &mut Client, result: Result<T, Failure>) -> Done<T> {
-    if result.as_ref().is_err_and(|f| f.fatal) {
-        return (result, false);
-    }
-    let clean = match client.simple_query(RESET_SESSION).await {
-        Ok(messages) => messages
-            .iter()
-            .any(|m| matches!(m, SimpleQueryMessage::Row(row) if row.get(0) == Some("0"))),
-        Err(e) => {
-            tracing::warn!(error = %e, "could not reset a PostgreSQL session; closing it");
-            false
-        }
-    };
-    (result, clean)
-}
-
-/// Turns a driver or server error into what the model is told.
-fn classify(e: &tokio_postgres::Error, limit: Duration) -> ExecError {
-    let Some(db) = e.as_db_error() else {
-        if e.is_closed() {
-            return ExecError::Unavailable("the connection to PostgreSQL closed".into());
-        }
-        let text = e.to_string();
-        if text.contains("unexpected message") {
+/// Turns a server or connection error into what the model is told.
+fn classify(e: &WireError, limit: Duration) -> ExecError {
+    let db = match e {
+        WireError::Db(db) => db,
+        WireError::Copy => {
             return ExecError::Refused(
                 "the statement needs a protocol exchange this adapter does not allow (COPY to or from the client); select the rows instead".into(),
             );
         }
-        return ExecError::Sql(text);
+        WireError::Closed => {
+            return ExecError::Unavailable("the connection to PostgreSQL closed".into());
+        }
+        other => {
+            return ExecError::Unavailable(format!("the connection to PostgreSQL failed: {other}"));
+        }
     };
-    let mut message = db.message().to_owned();
-    if let Some(detail) = db.detail() {
+    let mut message = db.message.clone();
+    if let Some(detail) = &db.detail {
         message.push_str("\nDetail: ");
         message.push_str(detail);
     }
-    if let Some(hint) = db.hint() {
+    if let Some(hint) = &db.hint {
         message.push_str("\nHint: ");
         message.push_str(hint);
     }
-    let code = db.code();
+    let code = &db.code;
     if *code == SqlState::READ_ONLY_SQL_TRANSACTION {
         ExecError::ReadOnly(format!(
             "`query` runs in a read-only transaction, and PostgreSQL refused this statement ({message})"
@@ -587,7 +392,7 @@ fn classify(e: &tokio_postgres::Error, limit: Duration) -> ExecError {
         ExecError::Refused(format!("the database role may not do this ({message})"))
     } else if *code == SqlState::QUERY_CANCELED {
         ExecError::Timeout(limit)
-    } else if *code == SqlState::SYNTAX_ERROR && db.message().contains("multiple commands") {
+    } else if *code == SqlState::SYNTAX_ERROR && db.message.contains("multiple commands") {
         ExecError::MultipleStatements
     } else if *code == SqlState::ACTIVE_SQL_TRANSACTION
         || *code == SqlState::NO_ACTIVE_SQL_TRANSACTION
@@ -596,7 +401,7 @@ fn classify(e: &tokio_postgres::Error, limit: Duration) -> ExecError {
             "{message}: every call runs inside a transaction of its own"
         ))
     } else {
-        if let Some(ErrorPosition::Original(at)) = db.position() {
+        if let Some(at) = db.position {
             message.push_str(&format!("\nAt character {at} of the statement."));
         }
         ExecError::Sql(format!("{message} (SQLSTATE {})", code.code()))

@@ -5,25 +5,28 @@
 //! timed out, failed outside SQL, or was abandoned mid-flight is closed instead, so a late cancel
 //! request or a half-read result can never reach the next call.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
-use tokio_postgres::{CancelToken, Client, Config};
+use tokio_postgres::Config;
 
 use super::tls::PgTls;
+use super::wire::{self, CancelKey, Wire, WireError};
 
 use crate::database::PoolStats;
 
 struct Shared {
     config: Config,
     tls: PgTls,
-    idle: Mutex<Vec<Client>>,
+    idle: Mutex<Vec<Wire>>,
     permits: Arc<Semaphore>,
     size: usize,
     /// Calls waiting for a connection now.
     waiting: AtomicUsize,
+    /// Times calls waited for the server, over every connection the pool has lent.
+    round_trips: AtomicU64,
 }
 
 /// Why no connection was lent.
@@ -31,7 +34,7 @@ pub(crate) enum GetError {
     /// Every connection stayed in use for the whole wait.
     Busy { connections: usize },
     /// A new connection could not be opened.
-    Connect(tokio_postgres::Error),
+    Connect(WireError),
 }
 
 #[derive(Clone)]
@@ -41,25 +44,27 @@ pub(crate) struct PgPool {
 
 /// A connection lent to one call.
 pub(crate) struct PgConn {
-    client: Option<Client>,
+    wire: Option<Wire>,
     shared: Arc<Shared>,
     _permit: OwnedSemaphorePermit,
     /// Set once the call ended in a state the next call may start from.
     reusable: bool,
     /// While a statement runs: the token to cancel it with should the call be dropped.
-    busy: Option<CancelToken>,
+    busy: Option<CancelKey>,
+    /// The connection's round-trip count when it was lent.
+    trips_before: u64,
 }
 
 impl PgConn {
-    pub(crate) fn client(&mut self) -> &mut Client {
-        self.client
+    pub(crate) fn wire(&mut self) -> &mut Wire {
+        self.wire
             .as_mut()
             .expect("a lent connection holds its client")
     }
 
     /// Marks a statement as running, so that dropping the call cancels it on the server.
     pub(crate) fn start(&mut self) {
-        self.busy = Some(self.client().cancel_token());
+        self.busy = Some(self.wire().cancel_key().clone());
     }
 
     /// Gives the connection up: it closes instead of rejoining the pool, and no further cancel
@@ -82,17 +87,17 @@ impl Drop for PgConn {
             // The call was dropped mid-statement (the stdio transport drops a cancelled request's
             // future): ask the server to stop it rather than let it run on unobserved.
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                let tls = self.shared.tls.clone();
                 runtime.spawn(async move {
-                    let _ = token.cancel_query(tls).await;
+                    let _ = token.cancel().await;
                 });
             }
         }
-        if let Some(client) = self.client.take()
-            && self.reusable
-            && !client.is_closed()
-        {
-            self.shared.idle.lock().expect("pool lock").push(client);
+        if let Some(wire) = self.wire.take() {
+            let trips = wire.trips() - self.trips_before;
+            self.shared.round_trips.fetch_add(trips, Ordering::Relaxed);
+            if self.reusable {
+                self.shared.idle.lock().expect("pool lock").push(wire);
+            }
         }
         // Otherwise the client drops here and its connection task ends.
     }
@@ -116,27 +121,19 @@ impl PgPool {
                 permits: Arc::new(Semaphore::new(size)),
                 size,
                 waiting: AtomicUsize::new(0),
+                round_trips: AtomicU64::new(0),
             }),
         }
     }
 
-    /// The TLS connector, for cancel requests (which open a connection of their own).
-    pub(crate) fn tls(&self) -> &PgTls {
-        &self.shared.tls
-    }
-
     /// `error` (from this pool's connections) in words, with the address it was about.
-    pub(crate) fn describe(&self, error: &tokio_postgres::Error) -> String {
-        super::errors::describe(error, &self.shared.config)
+    pub(crate) fn describe(&self, error: &WireError) -> String {
+        super::errors::describe_wire(error, &self.shared.config)
     }
 
     /// A setup error for the database `database`, from this pool's `error`.
-    pub(crate) fn setup_error(
-        &self,
-        database: &str,
-        error: tokio_postgres::Error,
-    ) -> crate::error::SqlError {
-        super::errors::setup_error(database, Some(&self.shared.config), error)
+    pub(crate) fn setup_error(&self, database: &str, error: WireError) -> crate::error::SqlError {
+        super::errors::wire_setup_error(database, &self.shared.config, error)
     }
 
     /// The pool's state now: its size, the connections lent and the calls waiting for one.
@@ -149,18 +146,13 @@ impl PgPool {
                 .size
                 .saturating_sub(shared.permits.available_permits()),
             waiting: shared.waiting.load(Ordering::Relaxed),
+            round_trips: shared.round_trips.load(Ordering::Relaxed),
         }
     }
 
-    /// Opens a new connection and drives it on its own task.
-    async fn connect(&self) -> Result<Client, tokio_postgres::Error> {
-        let (client, connection) = self.shared.config.connect(self.shared.tls.clone()).await?;
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!(error = %e, "a PostgreSQL connection ended with an error");
-            }
-        });
-        Ok(client)
+    /// Opens a new connection.
+    async fn connect(&self) -> Result<Wire, WireError> {
+        wire::connect(&self.shared.config, &self.shared.tls).await
     }
 
     /// Lends a connection: an idle one, or a new one while the pool is below its size. Waits at
@@ -182,19 +174,26 @@ impl PgPool {
                 }
             }
         };
+        // A connection the server closed while idle (a restart, an administrator) is dropped here
+        // rather than failing the call.
         let idle = loop {
             let next = self.shared.idle.lock().expect("pool lock").pop();
             match next {
-                Some(c) if c.is_closed() => continue,
-                other => break other,
+                Some(mut c) => {
+                    if !c.looks_closed() {
+                        break Some(c);
+                    }
+                }
+                None => break None,
             }
         };
-        let client = match idle {
+        let wire = match idle {
             Some(c) => c,
             None => self.connect().await.map_err(GetError::Connect)?,
         };
         Ok(PgConn {
-            client: Some(client),
+            trips_before: wire.trips(),
+            wire: Some(wire),
             shared: self.shared.clone(),
             _permit: permit,
             reusable: false,

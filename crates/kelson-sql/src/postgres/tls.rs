@@ -368,15 +368,43 @@ impl MakeTlsConnect<Socket> for PgTls {
     fn make_tls_connect(&mut self, domain: &str) -> Result<OneConnect, TlsFailure> {
         // tokio-postgres asks for a connector even when TLS is disabled, and then never uses it.
         let connector = self.config.clone().map(tokio_rustls::TlsConnector::from);
-        let host = domain.trim_start_matches('[').trim_end_matches(']');
-        let name = ServerName::try_from(host.to_owned())
-            .map_err(|_| TlsFailure(format!("{domain:?} is not a host name TLS can check")))?;
+        let (host, name) = server_name(domain).map_err(TlsFailure)?;
         Ok(OneConnect {
             connector,
             name,
             host: host.to_owned(),
             ca_file: self.ca_file.clone(),
         })
+    }
+}
+
+/// A host as the connection string names it, without IPv6 brackets, and as TLS checks it.
+fn server_name(domain: &str) -> Result<(&str, ServerName<'static>), String> {
+    let host = domain.trim_start_matches('[').trim_end_matches(']');
+    let name = ServerName::try_from(host.to_owned())
+        .map_err(|_| format!("{domain:?} is not a host name TLS can check"))?;
+    Ok((host, name))
+}
+
+impl PgTls {
+    /// The TLS handshake on the adapter's own connections (`wire`), with the same checks and
+    /// the same errors in words as the driver's.
+    pub(crate) async fn handshake<IO>(
+        &self,
+        domain: &str,
+        io: IO,
+    ) -> Result<tokio_rustls::client::TlsStream<IO>, String>
+    where
+        IO: AsyncRead + AsyncWrite + Unpin,
+    {
+        let Some(config) = self.config.clone() else {
+            return Err("TLS is disabled (sslmode=disable)".to_owned());
+        };
+        let (host, name) = server_name(domain)?;
+        tokio_rustls::TlsConnector::from(config)
+            .connect(name, io)
+            .await
+            .map_err(|e| plain_words(&e, host, self.ca_file.as_deref()))
     }
 }
 

@@ -1,63 +1,14 @@
-//! PostgreSQL values: parameters sent as text (the server parses them for the type it inferred),
-//! and result columns decoded from the binary format into JSON.
+//! PostgreSQL values: result columns decoded from the binary format into JSON. (Parameters go out
+//! in text format, which the server parses for the type it inferred: see `wire`.)
 //!
 //! Sending parameters in text format lets one JSON value bind to any parameter type (numeric,
 //! date, uuid, enum ...) without a table of conversions; the server reports a value that does not
 //! parse as an ordinary SQL error.
 
-use std::error::Error;
 use std::fmt::Write as _;
 
-use bytes::BytesMut;
 use serde_json::Value;
-use tokio_postgres::types::{Format, FromSql, IsNull, Kind, ToSql, Type, to_sql_checked};
-
-type BoxError = Box<dyn Error + Sync + Send>;
-
-/// A parameter in text format; `None` is SQL NULL.
-#[derive(Debug)]
-pub(crate) struct TextParam(pub(crate) Option<String>);
-
-impl ToSql for TextParam {
-    fn to_sql(&self, _ty: &Type, out: &mut BytesMut) -> Result<IsNull, BoxError> {
-        match &self.0 {
-            None => Ok(IsNull::Yes),
-            Some(text) => {
-                out.extend_from_slice(text.as_bytes());
-                Ok(IsNull::No)
-            }
-        }
-    }
-
-    fn accepts(_ty: &Type) -> bool {
-        true
-    }
-
-    fn encode_format(&self, _ty: &Type) -> Format {
-        Format::Text
-    }
-
-    to_sql_checked!();
-}
-
-/// A result value of any type as it came off the wire, not yet decoded (so that its size can be
-/// checked first); `None` is SQL NULL.
-#[derive(Debug)]
-pub(crate) struct RawValue<'a>(pub(crate) Option<&'a [u8]>);
-
-impl<'a> FromSql<'a> for RawValue<'a> {
-    fn from_sql(_ty: &Type, raw: &'a [u8]) -> Result<Self, BoxError> {
-        Ok(RawValue(Some(raw)))
-    }
-
-    fn from_sql_null(_ty: &Type) -> Result<Self, BoxError> {
-        Ok(RawValue(None))
-    }
-
-    fn accepts(_ty: &Type) -> bool {
-        true
-    }
-}
+use tokio_postgres::types::{Kind, Type};
 
 /// Decodes one binary value; a type this adapter cannot show becomes a hint to cast it to text.
 pub(crate) fn decode(ty: &Type, raw: &[u8]) -> Value {

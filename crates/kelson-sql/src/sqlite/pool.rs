@@ -236,6 +236,7 @@ impl Pool {
                 .size
                 .saturating_sub(shared.permits.available_permits()),
             waiting: shared.waiting.load(Ordering::Relaxed),
+            round_trips: 0,
         }
     }
 

@@ -140,7 +140,8 @@ async fn a_call_that_cannot_get_a_connection_in_time_is_refused_as_busy() {
             pool: "read",
             size: 2,
             in_use: 2,
-            waiting: 0
+            waiting: 0,
+            round_trips: 0,
         }
     );
     stop(slow, cancel).await;
