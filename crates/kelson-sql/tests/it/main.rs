@@ -10,6 +10,7 @@
 
 mod cancel;
 mod mysql;
+mod pg_session;
 mod pool;
 mod postgres;
 mod resources;

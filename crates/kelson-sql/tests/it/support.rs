@@ -272,7 +272,7 @@ pub async fn wait_until(limit: Duration, what: &str, mut check: impl FnMut() -> 
 const TEST_PG: &str = "KELSON_SQL_TEST_PG";
 
 /// The connection string of the test server, without the user.
-fn pg_base() -> String {
+pub fn pg_base() -> String {
     std::env::var(TEST_PG).unwrap_or_else(|_| "host=127.0.0.1 port=5432 dbname=test".into())
 }
 

@@ -17,6 +17,7 @@ mod limits;
 mod mysql;
 mod mysql_tls;
 mod observe;
+mod pg_auth;
 mod pg_restart;
 mod postgres;
 mod postgres_tls;

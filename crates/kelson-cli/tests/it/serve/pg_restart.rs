@@ -17,7 +17,7 @@ use super::postgres_tls::{as_cluster_user, find, is_root, server_binaries};
 use super::support::{Serve, TempDir, meta, post};
 
 /// A plain PostgreSQL cluster of the test's own that can be stopped and started again.
-struct Cluster {
+pub(super) struct Cluster {
     /// Holds the data directory and the sockets until the cluster is dropped.
     _dir: TempDir,
     data: PathBuf,
@@ -28,6 +28,11 @@ struct Cluster {
 
 impl Cluster {
     fn new() -> Cluster {
+        Cluster::with_hba(None)
+    }
+
+    /// A cluster whose `pg_hba.conf` is `hba` (the default, trust for everyone, without it).
+    pub(super) fn with_hba(hba: Option<&str>) -> Cluster {
         let dir = TempDir::new();
         let data = dir.join("data");
         let sockets = dir.join("sockets");
@@ -51,6 +56,9 @@ impl Cluster {
             "initdb failed:\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
+        if let Some(hba) = hba {
+            std::fs::write(data.join("pg_hba.conf"), hba).expect("write pg_hba.conf");
+        }
         let port = {
             let probe = TcpListener::bind("127.0.0.1:0").unwrap();
             probe.local_addr().unwrap().port()
@@ -106,7 +114,7 @@ impl Cluster {
     }
 
     /// Runs `sql` over the Unix socket as `postgres`, retrying the connection for 30 seconds.
-    fn run(&self, sql: &str) {
+    pub(super) fn run(&self, sql: &str) {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -135,6 +143,10 @@ impl Cluster {
         runtime
             .block_on(client.batch_execute(sql))
             .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    pub(super) fn port(&self) -> u16 {
+        self.port
     }
 
     fn url(&self, role: &str) -> String {

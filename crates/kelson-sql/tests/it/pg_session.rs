@@ -1,0 +1,391 @@
+//! PostgreSQL sessions: what a call costs in round trips (seen on the wire by a proxy that records
+//! what the adapter sends between two answers of the server, and counted by the pool), and that
+//! nothing a call leaves in its session reaches the next call on the same connection.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use kelson_sql::{Database, DatabaseConfig, Limits, PostgresConfig, SqlAdapter};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::support::{self, Client, PgFixture, ok, pg_base, pg_url, tool_error};
+use crate::writes::approved;
+
+/// What the adapter sent, per connection, in flights: the bytes it wrote between two answers of
+/// the server.
+type Flights = Arc<Mutex<Vec<(usize, Vec<u8>)>>>;
+
+/// A TCP proxy in front of the test's PostgreSQL that records the client's flights.
+struct Proxy {
+    port: u16,
+    flights: Flights,
+}
+
+impl Proxy {
+    async fn start(upstream: SocketAddr) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let flights: Flights = Arc::default();
+        let recorded = flights.clone();
+        tokio::spawn(async move {
+            let mut id = 0;
+            while let Ok((client, _)) = listener.accept().await {
+                id += 1;
+                let server = TcpStream::connect(upstream).await.unwrap();
+                tokio::spawn(relay(id, client, server, recorded.clone()));
+            }
+        });
+        Proxy { port, flights }
+    }
+
+    /// The messages of each flight that holds `marker`, by type (`P` Parse, `B` Bind, ...).
+    fn flights_with(&self, marker: &str) -> Vec<Vec<u8>> {
+        let flights = self.flights.lock().unwrap();
+        flights
+            .iter()
+            .filter(|(_, bytes)| contains(bytes, marker.as_bytes()))
+            .map(|(_, bytes)| tags(bytes))
+            .collect()
+    }
+
+    /// The flight the same connection sent after the one holding `marker`.
+    fn flight_after(&self, marker: &str) -> Option<Vec<u8>> {
+        let flights = self.flights.lock().unwrap();
+        let at = flights
+            .iter()
+            .position(|(_, bytes)| contains(bytes, marker.as_bytes()))?;
+        let conn = flights[at].0;
+        flights[at + 1..]
+            .iter()
+            .find(|(c, _)| *c == conn)
+            .map(|(_, bytes)| bytes.clone())
+    }
+}
+
+async fn relay(conn: usize, client: TcpStream, server: TcpStream, flights: Flights) {
+    let (mut client_rx, mut client_tx) = client.into_split();
+    let (mut server_rx, mut server_tx) = server.into_split();
+    // Set when the server has answered since the client last wrote: the client's next bytes start
+    // a new flight.
+    let answered = Arc::new(AtomicBool::new(true));
+    let seen = answered.clone();
+    let up = async move {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match client_rx.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            {
+                let mut flights = flights.lock().unwrap();
+                let last = flights.iter().rposition(|(c, _)| *c == conn);
+                match last {
+                    Some(i) if !seen.swap(false, Ordering::SeqCst) => {
+                        flights[i].1.extend_from_slice(&buf[..n])
+                    }
+                    _ => flights.push((conn, buf[..n].to_vec())),
+                }
+            }
+            if server_tx.write_all(&buf[..n]).await.is_err() {
+                break;
+            }
+        }
+    };
+    let down = async move {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match server_rx.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            answered.store(true, Ordering::SeqCst);
+            if client_tx.write_all(&buf[..n]).await.is_err() {
+                break;
+            }
+        }
+    };
+    tokio::join!(up, down);
+}
+
+/// Flights without the reset of the previous call in front: written when that call ended, it
+/// shares the flight of the next call when the server has not answered it yet.
+fn calls(flights: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    flights
+        .into_iter()
+        .map(|tags| tags.into_iter().skip_while(|t| *t == b'Q').collect())
+        .collect()
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// The type bytes of the messages in a flight of typed messages (everything after the startup).
+fn tags(mut bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while bytes.len() >= 5 {
+        let len = u32::from_be_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]) as usize;
+        out.push(bytes[0]);
+        bytes = &bytes[(1 + len).min(bytes.len())..];
+    }
+    out
+}
+
+/// The test server's address and database, from the connection string the tests use.
+fn upstream() -> (SocketAddr, String) {
+    let config: tokio_postgres::Config = pg_base().parse().unwrap();
+    let host = match config.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
+        _ => "127.0.0.1".to_owned(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let addr = format!("{host}:{port}")
+        .parse()
+        .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], port)));
+    (addr, config.get_dbname().unwrap_or("test").to_owned())
+}
+
+/// A database of one connection per pool: every call of a test meets the same session.
+async fn one_connection(url: String, write: bool) -> (Database, Client) {
+    let mut pg = PostgresConfig::new(url);
+    pg.connections = 1;
+    let mut config = DatabaseConfig::default();
+    config.allow_write = write;
+    config.limits = Limits::default();
+    let db = Database::postgres("main", pg, config).await.unwrap();
+    let adapter = SqlAdapter::new([db.clone()]).unwrap();
+    let client = Client::new(&adapter).await;
+    (db, client)
+}
+
+fn trips(db: &Database) -> u64 {
+    db.pools()[0].round_trips
+}
+
+async fn query(client: &Client, sql: &str) -> Value {
+    client.call("query", json!({ "sql": sql })).await
+}
+
+const ACCOUNTS: &str = "
+CREATE TYPE tier AS ENUM ('basic', 'gold');
+CREATE TABLE accounts (id serial PRIMARY KEY, owner text NOT NULL, balance numeric(12, 2) NOT NULL, tier tier);
+INSERT INTO accounts (owner, balance, tier)
+  SELECT 'owner ' || i, i * 1.5, CASE WHEN i % 2 = 0 THEN 'gold'::tier ELSE 'basic'::tier END
+  FROM generate_series(1, 600) i;
+";
+
+#[tokio::test]
+async fn a_one_row_read_is_one_round_trip_on_the_wire() {
+    if !support::postgres() {
+        return;
+    }
+    let fx = PgFixture::new(ACCOUNTS).await;
+    let proxy = Proxy::start(upstream().0).await;
+    let (_, dbname) = upstream();
+    let url = format!(
+        "host=127.0.0.1 port={} dbname={dbname} user={}",
+        proxy.port, fx.reader
+    );
+    let (db, client) = one_connection(url, false).await;
+    // The connection is open (the role check at the start used it).
+    let sql = "SELECT id, owner, balance FROM accounts WHERE id = 42 -- first";
+    let before = trips(&db);
+    let rows = query(&client, sql).await;
+    assert_eq!(
+        ok(&rows)["rows"],
+        json!([[42, "owner 42", "63.00"]]),
+        "{rows}"
+    );
+    assert_eq!(trips(&db) - before, 1, "one wait for the server");
+    // Everything went out in one write: the transaction's start, its limits, then the statement's
+    // Parse, Describe, Bind and Execute, and one Sync.
+    assert_eq!(
+        calls(proxy.flights_with("-- first")),
+        vec![b"PBEPBEPDBES".to_vec()],
+        "the read's messages, in flights"
+    );
+    // The rollback and the reset went in a flight of their own, which the call did not wait for.
+    // (The proxy may still be relaying it when the call returns.)
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let reset = loop {
+        if let Some(reset) = proxy.flight_after("-- first") {
+            break reset;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the reset was never sent"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
+    assert_eq!(tags(&reset), b"Q");
+    assert!(contains(&reset, b"ROLLBACK"), "{reset:?}");
+
+    // The next read reads the reset's answer with its own: again one wait.
+    let before = trips(&db);
+    let rows = query(&client, "SELECT owner FROM accounts WHERE id = 7 -- second").await;
+    assert_eq!(ok(&rows)["rows"], json!([["owner 7"]]));
+    assert_eq!(trips(&db) - before, 1);
+    assert_eq!(
+        calls(proxy.flights_with("-- second")),
+        vec![b"PBEPBEPDBES".to_vec()]
+    );
+
+    // 600 rows are fetched 256 at a time: three waits.
+    let before = trips(&db);
+    let rows = query(&client, "SELECT id FROM accounts ORDER BY id").await;
+    assert_eq!(ok(&rows)["rows"].as_array().unwrap().len(), 600);
+    assert_eq!(trips(&db) - before, 3);
+
+    // A type that is not built in costs one lookup the first time it is met, then nothing.
+    let before = trips(&db);
+    let rows = query(
+        &client,
+        "SELECT tier FROM accounts WHERE id IN (1, 2) ORDER BY id",
+    )
+    .await;
+    assert_eq!(ok(&rows)["rows"], json!([["basic"], ["gold"]]));
+    assert_eq!(trips(&db) - before, 2);
+    let before = trips(&db);
+    let rows = query(&client, "SELECT tier FROM accounts WHERE id = 4").await;
+    assert_eq!(ok(&rows)["rows"], json!([["gold"]]));
+    assert_eq!(trips(&db) - before, 1);
+}
+
+/// Each kind of state a statement can leave in its session, and how the next call looks for it.
+#[tokio::test]
+async fn nothing_a_read_leaves_in_its_session_reaches_the_next_call() {
+    if !support::postgres() {
+        return;
+    }
+    let fx = PgFixture::new(ACCOUNTS).await;
+    // So that a refusal of nextval is the read-only transaction's, not a missing privilege.
+    fx.admin
+        .batch_execute(&format!(
+            "GRANT USAGE ON SEQUENCE {}.accounts_id_seq TO {}",
+            fx.schema, fx.reader
+        ))
+        .await
+        .unwrap();
+    let (_, client) = one_connection(pg_url(&fx.reader), false).await;
+    let scalar = |sql: &'static str| {
+        let client = &client;
+        async move { ok(&query(client, sql).await)["rows"][0][0].clone() }
+    };
+    let pid = scalar("SELECT pg_backend_pid()").await;
+    let search_path = scalar("SELECT current_setting('search_path')").await;
+    let app = scalar("SELECT current_setting('application_name')").await;
+
+    // What a read-only transaction allows and a rollback does not undo: cleared by the reset.
+    ok(&query(&client, "SELECT pg_advisory_lock(4242)").await);
+    assert_eq!(
+        scalar(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()"
+        )
+        .await,
+        json!(0)
+    );
+    ok(&query(&client, "PREPARE leak AS SELECT 1").await);
+    assert_eq!(
+        scalar("SELECT count(*) FROM pg_prepared_statements").await,
+        json!(0)
+    );
+
+    // What the rollback undoes.
+    ok(&query(&client, "SET search_path = pg_catalog").await);
+    assert_eq!(
+        scalar("SELECT current_setting('search_path')").await,
+        search_path
+    );
+    ok(&query(
+        &client,
+        "SELECT set_config('application_name', 'leak', false)",
+    )
+    .await);
+    assert_eq!(
+        scalar("SELECT current_setting('application_name')").await,
+        app
+    );
+    ok(&query(&client, "SET statement_timeout = 1").await);
+    assert_eq!(
+        scalar("SELECT count(*) FROM pg_sleep(0.05)").await,
+        json!(1),
+        "the session's statement_timeout is back to the call's limit"
+    );
+    ok(&query(&client, "LISTEN leak").await);
+    assert_eq!(
+        scalar("SELECT count(*) FROM pg_listening_channels()").await,
+        json!(0)
+    );
+    ok(&query(&client, "DECLARE leak CURSOR WITH HOLD FOR SELECT 1").await);
+    assert_eq!(
+        scalar("SELECT count(*) FROM pg_cursors WHERE name = 'leak'").await,
+        json!(0)
+    );
+
+    // What would outlive the transaction otherwise is refused in a read-only one.
+    let refused = query(&client, "CREATE TEMP TABLE leak (x int)").await;
+    assert!(tool_error(&refused).contains("read-only"), "{refused}");
+    let refused = query(&client, "SELECT nextval('accounts_id_seq')").await;
+    assert!(tool_error(&refused).contains("read-only"), "{refused}");
+    let never = query(&client, "SELECT currval('accounts_id_seq')").await;
+    assert!(tool_error(&never).contains("not yet defined"), "{never}");
+
+    // All of it on one session, which the resets kept serving.
+    assert_eq!(scalar("SELECT pg_backend_pid()").await, pid);
+}
+
+/// An approved write commits what its statement did to the session too: the reset after the
+/// commit (`DISCARD ALL`, in the write's round trip) clears it before the next write.
+#[tokio::test]
+async fn nothing_a_committed_write_leaves_in_its_session_reaches_the_next_write() {
+    if !support::postgres() {
+        return;
+    }
+    let fx = PgFixture::new(ACCOUNTS).await;
+    let mut pg = PostgresConfig::new(fx.reader_url());
+    pg.write_url = Some(fx.writer_url());
+    pg.connections = 1;
+    let mut config = DatabaseConfig::default();
+    config.allow_write = true;
+    let db = Database::postgres("main", pg, config).await.unwrap();
+    let client = Client::new(&SqlAdapter::new([db.clone()]).unwrap()).await;
+    let write = |sql: &'static str| {
+        let client = &client;
+        async move { ok(&approved(client, json!({ "sql": sql })).await).clone() }
+    };
+    let pid = write("SELECT pg_backend_pid()").await["rows"][0][0].clone();
+    let search_path = write("SELECT current_setting('search_path')").await["rows"][0][0].clone();
+
+    let before = db.pools()[1].round_trips;
+    write("SET search_path = pg_catalog").await;
+    assert_eq!(
+        db.pools()[1].round_trips - before,
+        1,
+        "a write is one round trip"
+    );
+    assert_eq!(
+        write("SELECT current_setting('search_path')").await["rows"][0][0],
+        search_path
+    );
+    write("CREATE TEMP TABLE leak AS SELECT 1 AS x").await;
+    assert_eq!(
+        write("SELECT count(*) FROM pg_class WHERE relname = 'leak' AND relpersistence = 't'")
+            .await["rows"][0][0],
+        json!(0)
+    );
+    write("SELECT pg_advisory_lock(77)").await;
+    assert_eq!(
+        write(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()"
+        )
+        .await["rows"][0][0],
+        json!(0)
+    );
+    write("SELECT nextval('accounts_id_seq')").await;
+    let never = approved(&client, json!({"sql": "SELECT currval('accounts_id_seq')"})).await;
+    assert!(tool_error(&never).contains("not yet defined"), "{never}");
+    assert_eq!(write("SELECT pg_backend_pid()").await["rows"][0][0], pid);
+}
