@@ -585,6 +585,34 @@ def cmd_bench(args):
         json.dump(report, f, indent=1)
 
 
+def cmd_ceiling(args):
+    """Runs `pgbench ...` and keeps its transactions per second (into --out, as JSON)."""
+    argv = args.argv[1:] if args.argv and args.argv[0] == "--" else args.argv
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"pgbench did not finish within {args.timeout} s: {' '.join(argv)}")
+    m = re.search(r"^tps = ([0-9.]+)", done.stdout, re.M)
+    failed = re.search(r"number of failed transactions: (\d+)", done.stdout)
+    if done.returncode != 0 or not m:
+        sys.stderr.write(done.stdout[-2000:] + done.stderr[-2000:])
+        raise SystemExit(f"pgbench failed with exit code {done.returncode}")
+    with open(args.out, "w") as f:
+        json.dump({"throughput": float(m.group(1)),
+                   "failed": int(failed.group(1)) if failed else 0}, f, indent=1)
+
+
+def ceiling_rows(out_dir):
+    """{setting: [reports]} from the ceiling-<setting>-r<round>.json files."""
+    rows = {}
+    for name in sorted(os.listdir(out_dir)):
+        m = re.fullmatch(r"ceiling-(if\d+)-r(\d+)\.json", name)
+        if m:
+            with open(os.path.join(out_dir, name)) as f:
+                rows.setdefault(m.group(1), []).append(json.load(f))
+    return rows
+
+
 # ---------------------------------------------------------------------------------------------
 # The report
 
@@ -671,12 +699,10 @@ def report_notes(bypass, meta, runs=None):
             "On PostgreSQL, server-postgres answers more queries per second than `kelson serve` ("
             + ", ".join(f"{tput('server-postgres', s):,.0f} against {tput('mcp-serve-postgres', s):,.0f} "
                         f"with {s[2:]} in flight" for s in slower)
-            + "). What a call costs differs: server-postgres sends `BEGIN TRANSACTION READ ONLY` and the "
-            "text, answers, and sends `ROLLBACK` after the answer, on a pool of 10 connections; `kelson serve` "
-            "starts the read-only transaction, sets its time limits, prepares the statement, fetches through "
-            "a portal at most the row limit, rolls back and resets the session state before the connection "
-            "serves again, on a pool of 4 (`connections`): more round trips to the database per call, the "
-            "cost of the isolation and the limits above.")
+            + "). Both spend one round trip to the database per call (`kelson serve` sends the read-only "
+            "transaction, its limits and the prepared statement in one write, and its rollback and reset "
+            "after the answer without waiting); `kelson serve` also checks every row against its limits "
+            "and serves from a pool of 4 connections (`connections`) against server-postgres's 10.")
     notes.append(
         "Cold start: server-postgres connects to the database only at the first call, while `kelson serve` "
         "connects and checks the role's privileges before it answers `initialize`; \"start to first query\" "
@@ -805,6 +831,29 @@ def cmd_report(args):
         cells.append(f"{peak / 1024:.1f} MiB" if peak else "n/a")
         engine = "SQLite" if s["engine"] == "sqlite" else "PostgreSQL"
         L.append(f"| {engine} | {s['label']} | " + " | ".join(cells) + " |")
+    ceilings = ceiling_rows(args.out_dir)
+    if ceilings:
+        cells = []
+        for setting in ("if1", "if16"):
+            reports = ceilings.get(setting)
+            cells += [f"{median_of(reports, lambda r: r['throughput']):,.0f}" if reports else "n/a", ""]
+        L.append("| PostgreSQL | the database alone (`pgbench -M extended`, same statement and connections) | "
+                 + " | ".join(cells) + " | | | | | |")
+        L.append("")
+        parts = []
+        for setting in ("if1", "if16"):
+            reports = ceilings.get(setting)
+            if not reports:
+                continue
+            ceiling = median_of(reports, lambda r: r["throughput"])
+            shares = []
+            for s in servers:
+                if s["engine"] != "postgres" or not runs.get((s["name"], setting)):
+                    continue
+                mine = median_of(runs[(s["name"], setting)], lambda r: r["throughput"])
+                shares.append(f"{s['label']} {mine / ceiling:.2f}x")
+            parts.append(f"with {setting[2:]} in flight, " + ", ".join(shares))
+        L.append("Against the database alone: " + "; ".join(parts) + ".")
     http = sorted(k for k in runs if k[1].startswith("http"))
     for n, setting in http:
         reports = runs[(n, setting)]
@@ -863,6 +912,10 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--timeout", type=float, default=120)
     p.add_argument("argv", nargs=argparse.REMAINDER)
+    p = sub.add_parser("ceiling")
+    p.add_argument("--out", required=True)
+    p.add_argument("--timeout", type=float, default=120)
+    p.add_argument("argv", nargs=argparse.REMAINDER)
     p = sub.add_parser("report")
     p.add_argument("out_dir")
     p.add_argument("benchmarks")
@@ -876,7 +929,7 @@ def main():
         restore_sqlite(args.file)
     else:
         {"bypass": cmd_bypass, "superuser": cmd_superuser, "cold": cmd_cold, "bench": cmd_bench,
-         "report": cmd_report}[args.command](args)
+         "ceiling": cmd_ceiling, "report": cmd_report}[args.command](args)
 
 
 if __name__ == "__main__":
