@@ -282,8 +282,11 @@ impl CallToolResult {
     /// spec 2026-07-28 server/tools (structured content): a tool that returns structured content
     /// SHOULD also return the serialized JSON in a text block, for clients that do not read it.
     pub fn structured(value: Value) -> Self {
+        // serde_json::to_string writes into one buffer sized up front, where the Display of a
+        // Value grows its String piece by piece; a Value always serializes.
+        let text = serde_json::to_string(&value).unwrap_or_default();
         CallToolResult {
-            content: vec![ContentBlock::text(value.to_string())],
+            content: vec![ContentBlock::text(text)],
             structured_content: Some(value),
             ..Self::default()
         }

@@ -150,7 +150,9 @@ impl Server {
         result: &T,
         outcome: Outcome,
     ) -> ReplyMessage {
-        let mut reply = self.result_reply(id, result, outcome);
+        // Room for the `_meta` member from the start: the body is not copied to grow for it.
+        let capacity = REPLY_CAPACITY + self.inner.meta_member.len();
+        let mut reply = self.encode_result(id, result, outcome, capacity);
         // The body ends with the result's `}` and the envelope's `}`.
         if matches!(reply.outcome, Outcome::Error { .. }) || !reply.body.ends_with(b"}}") {
             return reply;
@@ -171,7 +173,17 @@ impl Server {
         result: &T,
         outcome: Outcome,
     ) -> ReplyMessage {
-        let mut body = Vec::with_capacity(256);
+        self.encode_result(id, result, outcome, REPLY_CAPACITY)
+    }
+
+    fn encode_result<T: serde::Serialize>(
+        &self,
+        id: &Id,
+        result: &T,
+        outcome: Outcome,
+        capacity: usize,
+    ) -> ReplyMessage {
+        let mut body = Vec::with_capacity(capacity);
         match kelson_jsonrpc::write_result(&mut body, id, result) {
             Ok(()) => ReplyMessage { body, outcome },
             Err(e) => {
@@ -185,6 +197,9 @@ impl Server {
         }
     }
 }
+
+/// The room an encoded result starts with: a small tool result fits without growing the buffer.
+const REPLY_CAPACITY: usize = 512;
 
 /// The protocol error for a refused state outside `tools/call`.
 pub(crate) fn state_error(e: StateError) -> ErrorObject {

@@ -2,6 +2,7 @@
 //! body is framed, and the body itself, whole or chunked.
 
 use std::io;
+use std::mem::MaybeUninit;
 use std::time::Duration;
 
 use bytes::{Buf as _, BytesMut};
@@ -121,9 +122,10 @@ async fn read_head(
 /// yet.
 fn parse_head(buf: &mut BytesMut) -> Result<Option<Head>, Fail> {
     const BAD: StatusCode = StatusCode::BAD_REQUEST;
-    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut request = httparse::Request::new(&mut fields);
-    let len = match request.parse(&buf[..]) {
+    // httparse fills only the fields the head has: nothing is written into the other slots first.
+    let mut fields = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+    let mut request = httparse::Request::new(&mut []);
+    let len = match request.parse_with_uninit_headers(&buf[..], &mut fields) {
         Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) => return Ok(None),
         Err(httparse::Error::TooManyHeaders) => {
@@ -146,6 +148,14 @@ fn parse_head(buf: &mut BytesMut) -> Result<Option<Head>, Fail> {
         }
         Err(_) => return Err(Fail::Refuse(BAD, "a malformed request head")),
     };
+    // The spans below are 32-bit offsets into the head, a table small enough to clear cheaply on
+    // every request; a head of 4 GiB or more is refused as any too large one is.
+    if len > u32::MAX as usize {
+        return Err(Fail::Refuse(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "the request head exceeds the server's header size limit",
+        ));
+    }
     let version = match request.version {
         Some(0) => Version::HTTP_10,
         _ => Version::HTTP_11,
@@ -153,28 +163,29 @@ fn parse_head(buf: &mut BytesMut) -> Result<Option<Head>, Fail> {
     let method = Method::from_bytes(request.method.unwrap_or_default().as_bytes())
         .map_err(|_| Fail::Refuse(BAD, "a malformed method"))?;
     let base = buf.as_ptr() as usize;
-    let offset = |s: &[u8]| s.as_ptr() as usize - base;
-    let target = request.path.unwrap_or_default().as_bytes();
-    let target = (offset(target), target.len());
+    // Where a slice of the head starts and ends in it, as 32-bit offsets (the head fits, above).
+    let span = |s: &[u8]| {
+        let at = s.as_ptr() as usize - base;
+        (at as u32, (at + s.len()) as u32)
+    };
+    let target = span(request.path.unwrap_or_default().as_bytes());
     // Where each field sits in the head, so that values can share the head's bytes.
-    let mut spans = [(0usize, 0usize, 0usize, 0usize); MAX_HEADERS];
+    let mut spans = [(0u32, 0u32, 0u32, 0u32); MAX_HEADERS];
     let count = request.headers.len();
-    for (span, field) in spans.iter_mut().zip(request.headers.iter()) {
-        *span = (
-            offset(field.name.as_bytes()),
-            field.name.len(),
-            offset(field.value),
-            field.value.len(),
-        );
+    for (slot, field) in spans.iter_mut().zip(request.headers.iter()) {
+        let (name, name_end) = span(field.name.as_bytes());
+        let (value, value_end) = span(field.value);
+        *slot = (name, name_end, value, value_end);
     }
     let head = buf.split_to(len).freeze();
-    let uri = Uri::from_maybe_shared(head.slice(target.0..target.0 + target.1))
+    let range = |from: u32, to: u32| from as usize..to as usize;
+    let uri = Uri::from_maybe_shared(head.slice(range(target.0, target.1)))
         .map_err(|_| Fail::Refuse(BAD, "a malformed request target"))?;
     let mut headers = HeaderMap::with_capacity(count);
-    for &(name_at, name_len, value_at, value_len) in &spans[..count] {
-        let name = HeaderName::from_bytes(&head[name_at..name_at + name_len])
+    for &(name, name_end, value, value_end) in &spans[..count] {
+        let name = HeaderName::from_bytes(&head[range(name, name_end)])
             .map_err(|_| Fail::Refuse(BAD, "a malformed header field name"))?;
-        let value = HeaderValue::from_maybe_shared(head.slice(value_at..value_at + value_len))
+        let value = HeaderValue::from_maybe_shared(head.slice(range(value, value_end)))
             .map_err(|_| Fail::Refuse(BAD, "a malformed header field value"))?;
         headers.append(name, value);
     }
