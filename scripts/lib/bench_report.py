@@ -49,16 +49,21 @@ def errors(reports):
     return sum(sum(r["errors"].values()) for r in reports)
 
 
+# The servers of the main table, in its order: kelson-text is echo-server's text-only `echo_text`.
+SERVERS = ("kelson", "kelson-text", "rmcp", "ceiling")
+
+
 def svg_chart(rows, path):
     """A grouped bar chart of throughput: one group per setting, one bar per server."""
-    colors = {"kelson": "#d9480f", "rmcp": "#1c7ed6", "ceiling": "#868e96"}
+    colors = {"kelson": "#d9480f", "kelson-text": "#f08c00", "rmcp": "#1c7ed6", "ceiling": "#868e96"}
+    shown = [server for server in SERVERS if any(server in values for _, values in rows)]
     groups = [(label, values) for label, values in rows]
     width, height = 760, 360
     left, bottom, top = 70, 60, 40
     plot_w, plot_h = width - left - 20, height - bottom - top
     peak = max(v for _, values in groups for v in values.values()) or 1
     group_w = plot_w / len(groups)
-    bar_w = group_w / 4
+    bar_w = group_w / (len(shown) + 1)
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'font-family="sans-serif" font-size="12">',
@@ -73,7 +78,7 @@ def svg_chart(rows, path):
         out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{value:,.0f}</text>')
     for g, (label, values) in enumerate(groups):
         x0 = left + g * group_w + bar_w / 2
-        for b, server in enumerate(["kelson", "rmcp", "ceiling"]):
+        for b, server in enumerate(shown):
             if server not in values:
                 continue
             h = plot_h * values[server] / peak
@@ -87,11 +92,12 @@ def svg_chart(rows, path):
             f'<text x="{left + g * group_w + group_w / 2:.1f}" y="{top + plot_h + 18}" '
             f'text-anchor="middle">{label}</text>'
         )
-    for i, server in enumerate(["kelson", "rmcp", "ceiling"]):
+    for i, server in enumerate(shown):
         x = left + i * 170
         y = height - 18
         out.append(f'<rect x="{x}" y="{y - 10}" width="12" height="12" fill="{colors[server]}"/>')
-        name = {"ceiling": "bare hyper (ceiling)", "rmcp": "rmcp 3.11", "kelson": "kelson"}[server]
+        name = {"ceiling": "bare hyper (ceiling)", "rmcp": "rmcp 3.11", "kelson": "kelson",
+                "kelson-text": "kelson, echo_text"}[server]
         out.append(f'<text x="{x + 18}" y="{y}">{name}</text>')
     out.append("</svg>")
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -128,7 +134,7 @@ def main():
         for setting in settings:
             values = {}
             row = {}
-            for server in ("kelson", "rmcp", "ceiling"):
+            for server in SERVERS:
                 reports = runs.get((kind, server, setting))
                 if not reports:
                     continue
@@ -146,6 +152,8 @@ def main():
     def fmt_ms(us):
         return f"{us / 1000:.3f}"
 
+    text_measured = any("kelson-text" in row for _, row in table)
+
     lines.append("# Benchmarks")
     lines.append("")
     lines.append(
@@ -154,6 +162,9 @@ def main():
         "JSON responses, and by a bare hyper server that reads the body and returns a fixed response (the "
         "ceiling: it does no protocol work). Every server is driven by `kelson bench`, which checks every "
         "answer (id, `resultType`, no error) and counts anything else as an error."
+        + (" Over HTTP, `kelson-text` is the same `echo-server` called on `echo_text`, which returns the "
+           "text only (no `outputSchema`, no `structuredContent`): the workload of peers whose tools "
+           "answer with text, measured in the same rounds." if text_measured else "")
     )
     lines.append("")
     command = "scripts/bench-compare --micro" if os.path.isdir(os.path.join(out_dir, "micro")) else "scripts/bench-compare"
@@ -173,7 +184,7 @@ def main():
     lines.append("| setting | server | req/s | p50 ms | p99 ms | errors |")
     lines.append("|---|---|---:|---:|---:|---:|")
     for label, row in table:
-        for server in ("kelson", "rmcp", "ceiling"):
+        for server in SERVERS:
             if server in row:
                 r = row[server]
                 lines.append(
@@ -181,18 +192,29 @@ def main():
                     f"{fmt_ms(r['p99'])} | {r['errors']} |"
                 )
     lines.append("")
-    lines.append("| setting | kelson / rmcp (throughput) | kelson / ceiling (throughput) | p99 kelson vs rmcp |")
-    lines.append("|---|---:|---:|---|")
+    def over(a, b):
+        return f"{a['throughput'] / b['throughput']:.2f}x" if a and b else "n/a"
+
+    if text_measured:
+        lines.append("| setting | kelson / rmcp (throughput) | kelson / ceiling (throughput) | "
+                     "kelson-text / ceiling | kelson / kelson-text | p99 kelson vs rmcp |")
+        lines.append("|---|---:|---:|---:|---:|---|")
+    else:
+        lines.append("| setting | kelson / rmcp (throughput) | kelson / ceiling (throughput) | p99 kelson vs rmcp |")
+        lines.append("|---|---:|---:|---|")
     for label, row in table:
         ours = row.get("kelson")
         rmcp = row.get("rmcp")
         ceiling = row.get("ceiling")
-        vs_rmcp = f"{ours['throughput'] / rmcp['throughput']:.2f}x" if ours and rmcp else "n/a"
-        vs_ceiling = f"{ours['throughput'] / ceiling['throughput']:.2f}x" if ours and ceiling else "n/a"
+        text = row.get("kelson-text")
         p99 = "n/a"
         if ours and rmcp:
             p99 = f"{fmt_ms(ours['p99'])} vs {fmt_ms(rmcp['p99'])} ms"
-        lines.append(f"| {label} | {vs_rmcp} | {vs_ceiling} | {p99} |")
+        if text_measured:
+            lines.append(f"| {label} | {over(ours, rmcp)} | {over(ours, ceiling)} | {over(text, ceiling)} | "
+                         f"{over(ours, text)} | {p99} |")
+        else:
+            lines.append(f"| {label} | {over(ours, rmcp)} | {over(ours, ceiling)} | {p99} |")
     lines.append("")
     auth_rows = []
     for setting in (1, 16, 64):

@@ -1,4 +1,6 @@
-//! `echo-server`: one tool, `echo` (argument `text`), for benchmarks and smoke tests.
+//! `echo-server`: two tools taking one argument, `text`, for benchmarks and smoke tests: `echo`
+//! answers with text and `structuredContent` (it declares an `outputSchema`), `echo_text` with text
+//! only.
 //!
 //! `echo-server --http ADDR` serves Streamable HTTP at `http://ADDR/mcp` (JSON responses);
 //! `echo-server --stdio` serves stdio. Handshake-era clients get `Mcp-Session-Id` sessions over
@@ -16,7 +18,7 @@ use kelson_examples::run::Serving;
 #[command(
     name = "echo-server",
     version,
-    about = "An MCP server with one tool, echo (kelson)"
+    about = "An MCP server with two tools, echo (structured) and echo_text (text only) (kelson)"
 )]
 #[command(group(ArgGroup::new("transport").required(true).args(["stdio", "http"])))]
 struct Args {

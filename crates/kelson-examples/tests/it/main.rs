@@ -7,6 +7,9 @@
 //!
 //! `legacy` speaks the handshake era (2025-11-25 and before) to the same process.
 //!
+//! `echo` drives `echo-server --http`, the benchmarks' server, over raw HTTP/1.1: its structured
+//! `echo` and its text-only `echo_text`.
+//!
 //! `hostile` sends every hostile-input case over stdio and over HTTP (`conformance-server --http`,
 //! raw HTTP/1.1), registers tools with hostile schemas, and tampers with `requestState`.
 //!
@@ -14,6 +17,7 @@
 //! stdio and HTTP; it needs the peers from `scripts/peers-install`.
 
 mod client;
+mod echo;
 mod envelope;
 mod framing;
 mod hostile;
