@@ -16,6 +16,14 @@
 //! - After every call the session is reset (`COM_RESET_CONNECTION`): temporary tables, `HANDLER`s,
 //!   user-level locks (`GET_LOCK`), user variables, session settings and prepared statements are
 //!   dropped, so nothing a statement set outlives its call.
+//!
+//! Round trips of a read: the limits, `SET TRANSACTION READ ONLY` and `XA START` go in one packet
+//! (three statements of ours; the user's text is never in such a packet), then the prepare, then
+//! the execute, whose rows all come in one answer: three before the caller has its rows. The XA end
+//! and rollback (one packet) and the reset follow after the answer, while the connection, still
+//! held by the call's pool permit, is lent to nobody; one that fails to settle is closed. The
+//! driver waits for each answer before it sends the next command, which is why this is three and
+//! not one (see ARCHITECTURE.md).
 //! - An account that holds privileges reaching past the database (`FILE`, `SUPER`, grant
 //!   option, routines with another account's rights, writes to `mysql.*`) is refused at start.
 //!
@@ -109,10 +117,12 @@ impl Failure {
 }
 
 /// What becomes of a connection after a job.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum After {
-    /// Its session was reset: it may serve the next call.
-    Reuse,
+    /// After the answer, in the background: the read's XA transaction (when one is named) ended
+    /// and rolled back, then the session reset; the connection serves the next call only once
+    /// both succeeded, and is closed otherwise.
+    Settle(Option<String>),
     /// It is closed.
     Close,
     /// A result is still streaming from it: the statement is stopped, then it is closed.
@@ -257,7 +267,9 @@ impl MyDb {
         match (out, stopped) {
             (Some((result, after)), None) => {
                 match after {
-                    After::Reuse => conn.finish(),
+                    // The caller has its answer now; the connection is lent again only once
+                    // settled (it holds its pool permit until then).
+                    After::Settle(xid) => drop(tokio::spawn(settle(conn, xid))),
                     After::Close => conn.abandon(),
                     // The connection's own drop sends `KILL QUERY` while it is marked busy.
                     After::Kill => drop(conn),
@@ -321,11 +333,7 @@ impl MyDb {
         self.run(&self.reader, limits, cancel, move |conn| {
             Box::pin(async move {
                 let result = catalog::tables(conn).await;
-                finish(
-                    conn,
-                    result.map_err(|e| Failure::my(&e, limits.timeout, flavor)),
-                )
-                .await
+                finish(result.map_err(|e| Failure::my(&e, limits.timeout, flavor)))
             })
         })
         .await
@@ -342,11 +350,7 @@ impl MyDb {
         self.run(&self.reader, limits, cancel, move |conn| {
             Box::pin(async move {
                 let result = catalog::describe(conn, schema.as_deref(), &table).await;
-                finish(
-                    conn,
-                    result.map_err(|e| Failure::my(&e, limits.timeout, flavor)),
-                )
-                .await
+                finish(result.map_err(|e| Failure::my(&e, limits.timeout, flavor)))
             })
         })
         .await
@@ -377,19 +381,40 @@ async fn supervise<T>(
     (out, Some(stopped))
 }
 
-/// Ends a call that left no result streaming: resets the session (temporary tables, handlers,
-/// locks, variables, prepared statements), and says whether the connection may serve another
-/// call.
-async fn finish<T>(conn: &mut Conn, result: Result<T, Failure>) -> Done<T> {
+/// Ends a call that left no result streaming: the connection is settled after the answer (its
+/// session reset), unless the failure left it unfit.
+fn finish<T>(result: Result<T, Failure>) -> Done<T> {
     if result.as_ref().is_err_and(|f| f.fatal) {
         return (result, After::Close);
     }
-    match conn.reset().await {
-        Ok(true) => (result, After::Reuse),
-        Ok(false) => (result, After::Close),
-        Err(e) => {
-            tracing::warn!(error = %e, "could not reset a MySQL session; closing it");
-            (result, After::Close)
+    (result, After::Settle(None))
+}
+
+/// What a call leaves to do once its caller has the answer: end and roll back the read's XA
+/// transaction (one round trip for both: two statements of ours in one packet), then reset the
+/// session (temporary tables, handlers, locks, user variables, settings, prepared statements).
+/// Nothing of it changes the answer: a read-only transaction has nothing to keep, and a
+/// connection that fails to settle is closed, which rolls back and discards the session. The
+/// connection holds its pool permit meanwhile, so no call can be lent it unsettled.
+async fn settle(mut lent: MyConn, xid: Option<String>) {
+    let conn = lent.conn();
+    let work = async {
+        if let Some(xid) = &xid {
+            conn.query_drop(format!("XA END '{xid}'; XA ROLLBACK '{xid}'"))
+                .await?;
+        }
+        conn.reset().await
+    };
+    match tokio::time::timeout(STOP_WAIT, work).await {
+        Ok(Ok(true)) => lent.finish(),
+        Ok(Ok(false)) => lent.abandon(),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "could not settle a MySQL session; closing it");
+            lent.abandon();
+        }
+        Err(_) => {
+            tracing::warn!("a MySQL session did not settle in time; closing it");
+            lent.abandon();
         }
     }
 }
@@ -522,12 +547,13 @@ async fn read_call(
     let limit = limits.timeout;
     let fail = |e: mysql_async::Error| Failure::my(&e, limit, flavor);
     let xid = format!("mcp-sql-{}", random_hex());
-    let begin = async {
-        conn.query_drop(flavor.session(limits, true)).await?;
-        conn.query_drop("SET TRANSACTION READ ONLY").await?;
-        conn.query_drop(format!("XA START '{xid}'")).await
-    };
-    if let Err(e) = begin.await {
+    // Three statements of ours in one packet, one round trip: the limits, read-only, the start.
+    // The user's statement is never part of such a packet (it is prepared on its own).
+    let begin = format!(
+        "{}; SET TRANSACTION READ ONLY; XA START '{xid}'",
+        flavor.session(limits, true)
+    );
+    if let Err(e) = conn.query_drop(begin).await {
         return (Err(fail(e)), After::Close);
     }
     let result = read(conn, flavor, sql, params, limits).await;
@@ -545,12 +571,7 @@ async fn read_call(
     }
     // The user's statement cannot have ended the transaction (XA refuses that), nor can it know
     // the random xid; should ending it fail anyway, the connection is closed, which rolls back.
-    let _ = conn.query_drop(format!("XA END '{xid}'")).await;
-    if let Err(e) = conn.query_drop(format!("XA ROLLBACK '{xid}'")).await {
-        tracing::warn!(error = %e, "could not roll a MySQL read back; closing its connection");
-        return (result, After::Close);
-    }
-    finish(conn, result).await
+    (result, After::Settle(Some(xid)))
 }
 
 /// Runs the prepared read and collects rows. The flag says whether the result was read to its end.
@@ -612,11 +633,12 @@ async fn write_call(
 ) -> Done<Rows> {
     let limit = limits.timeout;
     let fail = |e: mysql_async::Error| Failure::my(&e, limit, flavor);
-    let begin = async {
-        conn.query_drop(flavor.session(limits, false)).await?;
-        conn.query_drop("START TRANSACTION READ WRITE").await
-    };
-    if let Err(e) = begin.await {
+    // Both statements of ours in one packet, one round trip.
+    let begin = format!(
+        "{}; START TRANSACTION READ WRITE",
+        flavor.session(limits, false)
+    );
+    if let Err(e) = conn.query_drop(begin).await {
         return (Err(fail(e)), After::Close);
     }
     let result = write(conn, flavor, sql, params, limits).await;
@@ -632,7 +654,7 @@ async fn write_call(
             Err(f)
         }
     };
-    finish(conn, result).await
+    finish(result)
 }
 
 async fn write(

@@ -9,10 +9,12 @@
 //! `KELSON_REQUIRE_ALL` set).
 
 mod cancel;
+mod my_session;
 mod mysql;
 mod pg_session;
 mod pool;
 mod postgres;
+mod proxy;
 mod resources;
 mod sample;
 mod scopes;

@@ -3,124 +3,25 @@
 //! nothing a call leaves in its session reaches the next call on the same connection.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
-use kelson_sql::{Database, DatabaseConfig, Limits, PostgresConfig, SqlAdapter};
-use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::net::{TcpListener, TcpStream};
-
+use crate::proxy::{Proxy, contains};
 use crate::support::{self, Client, PgFixture, ok, pg_base, pg_url, tool_error};
 use crate::writes::approved;
-
-/// What the adapter sent, per connection, in flights: the bytes it wrote between two answers of
-/// the server.
-type Flights = Arc<Mutex<Vec<(usize, Vec<u8>)>>>;
-
-/// A TCP proxy in front of the test's PostgreSQL that records the client's flights.
-struct Proxy {
-    port: u16,
-    flights: Flights,
-}
-
-impl Proxy {
-    async fn start(upstream: SocketAddr) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let flights: Flights = Arc::default();
-        let recorded = flights.clone();
-        tokio::spawn(async move {
-            let mut id = 0;
-            while let Ok((client, _)) = listener.accept().await {
-                id += 1;
-                let server = TcpStream::connect(upstream).await.unwrap();
-                tokio::spawn(relay(id, client, server, recorded.clone()));
-            }
-        });
-        Proxy { port, flights }
-    }
-
-    /// The messages of each flight that holds `marker`, by type (`P` Parse, `B` Bind, ...).
-    fn flights_with(&self, marker: &str) -> Vec<Vec<u8>> {
-        let flights = self.flights.lock().unwrap();
-        flights
-            .iter()
-            .filter(|(_, bytes)| contains(bytes, marker.as_bytes()))
-            .map(|(_, bytes)| tags(bytes))
-            .collect()
-    }
-
-    /// The flight the same connection sent after the one holding `marker`.
-    fn flight_after(&self, marker: &str) -> Option<Vec<u8>> {
-        let flights = self.flights.lock().unwrap();
-        let at = flights
-            .iter()
-            .position(|(_, bytes)| contains(bytes, marker.as_bytes()))?;
-        let conn = flights[at].0;
-        flights[at + 1..]
-            .iter()
-            .find(|(c, _)| *c == conn)
-            .map(|(_, bytes)| bytes.clone())
-    }
-}
-
-async fn relay(conn: usize, client: TcpStream, server: TcpStream, flights: Flights) {
-    let (mut client_rx, mut client_tx) = client.into_split();
-    let (mut server_rx, mut server_tx) = server.into_split();
-    // Set when the server has answered since the client last wrote: the client's next bytes start
-    // a new flight.
-    let answered = Arc::new(AtomicBool::new(true));
-    let seen = answered.clone();
-    let up = async move {
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            let n = match client_rx.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            };
-            {
-                let mut flights = flights.lock().unwrap();
-                let last = flights.iter().rposition(|(c, _)| *c == conn);
-                match last {
-                    Some(i) if !seen.swap(false, Ordering::SeqCst) => {
-                        flights[i].1.extend_from_slice(&buf[..n])
-                    }
-                    _ => flights.push((conn, buf[..n].to_vec())),
-                }
-            }
-            if server_tx.write_all(&buf[..n]).await.is_err() {
-                break;
-            }
-        }
-    };
-    let down = async move {
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            let n = match server_rx.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            };
-            answered.store(true, Ordering::SeqCst);
-            if client_tx.write_all(&buf[..n]).await.is_err() {
-                break;
-            }
-        }
-    };
-    tokio::join!(up, down);
-}
+use kelson_sql::{Database, DatabaseConfig, Limits, PostgresConfig, SqlAdapter};
+use serde_json::{Value, json};
 
 /// Flights without the reset of the previous call in front: written when that call ended, it
 /// shares the flight of the next call when the server has not answered it yet.
 fn calls(flights: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
     flights
-        .into_iter()
-        .map(|tags| tags.into_iter().skip_while(|t| *t == b'Q').collect())
+        .iter()
+        .map(|flight| {
+            tags(flight)
+                .into_iter()
+                .skip_while(|t| *t == b'Q')
+                .collect()
+        })
         .collect()
-}
-
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 /// The type bytes of the messages in a flight of typed messages (everything after the startup).

@@ -441,7 +441,7 @@ impl Drop for PgFixture {
 const TEST_MYSQL: &str = "KELSON_SQL_TEST_MYSQL";
 
 /// `mysql://host:port` of the test server.
-fn my_base() -> String {
+pub fn my_base() -> String {
     std::env::var(TEST_MYSQL).unwrap_or_else(|_| "mysql://127.0.0.1:3306".into())
 }
 
@@ -576,6 +576,19 @@ impl Drop for MyFixture {
             rt.block_on(async move {
                 use mysql_async::prelude::Queryable as _;
                 let mut admin = my_admin().await;
+                // The accounts' connections first: one the test's runtime no longer drives (a
+                // read's rollback after its answer, abandoned when the test ended) would hold
+                // its tables' locks, and DROP DATABASE would wait for them.
+                let ids: Vec<u64> = admin
+                    .exec(
+                        "SELECT ID FROM information_schema.PROCESSLIST WHERE USER IN (?, ?)",
+                        (&reader, &writer),
+                    )
+                    .await
+                    .unwrap_or_default();
+                for id in ids {
+                    let _ = admin.query_drop(format!("KILL CONNECTION {id}")).await;
+                }
                 let _ = admin
                     .query_drop(format!("DROP DATABASE IF EXISTS `{db}`"))
                     .await;
