@@ -35,12 +35,14 @@
 
 mod catalog;
 mod errors;
+mod json;
 mod options;
 mod pool;
 mod types;
 
 use std::future::Future;
 use std::pin::{Pin, pin};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mysql_async::prelude::Queryable as _;
@@ -54,6 +56,7 @@ use crate::error::{ExecError, SqlError};
 use crate::output::{Column, Rows};
 use crate::value::{Collector, Param, Truncation};
 use errors::classify;
+use json::{JsonColumn, JsonColumns, json_columns};
 use options::Prepared;
 use pool::{GetError, MyConn, MyPool};
 use types::Kind;
@@ -134,6 +137,8 @@ type Done<T> = (Result<T, Failure>, After);
 type Job<'c, T> = Pin<Box<dyn Future<Output = Done<T>> + Send + 'c>>;
 
 pub(crate) struct MyDb {
+    /// MariaDB's JSON columns by table, shared by both pools.
+    json: Arc<JsonColumns>,
     reader: MyPool,
     writer: Option<MyPool>,
     flavor: Flavor,
@@ -229,6 +234,7 @@ impl MyDb {
             None
         };
         Ok(MyDb {
+            json: Arc::default(),
             reader,
             writer,
             flavor,
@@ -298,9 +304,9 @@ impl MyDb {
         limits: Limits,
         cancel: &CancellationToken,
     ) -> Result<Rows, ExecError> {
-        let flavor = self.flavor;
+        let (flavor, json) = (self.flavor, self.json.clone());
         self.run(&self.reader, limits, cancel, move |conn| {
-            Box::pin(async move { read_call(conn, flavor, &sql, &params, limits).await })
+            Box::pin(async move { read_call(conn, flavor, &json, &sql, &params, limits).await })
         })
         .await
     }
@@ -317,9 +323,9 @@ impl MyDb {
                 "writes are not enabled on this database".into(),
             ));
         };
-        let flavor = self.flavor;
+        let (flavor, json) = (self.flavor, self.json.clone());
         self.run(writer, limits, cancel, move |conn| {
-            Box::pin(async move { write_call(conn, flavor, &sql, &params, limits).await })
+            Box::pin(async move { write_call(conn, flavor, &json, &sql, &params, limits).await })
         })
         .await
     }
@@ -468,40 +474,6 @@ async fn prepare_statement(
     Ok(stmt)
 }
 
-/// A table column known to hold JSON: schema, table and column names.
-type JsonColumn = (String, String, String);
-
-/// On MariaDB, the JSON columns among the tables a prepared statement's result reads from: MariaDB
-/// keeps a JSON column as LONGTEXT with a `json_valid` check, and its result metadata carries no
-/// mark of it. One catalog lookup per table with such a text column.
-async fn json_columns(
-    conn: &mut Conn,
-    flavor: Flavor,
-    stmt: &Statement,
-) -> Result<Vec<JsonColumn>, mysql_async::Error> {
-    let mut found = Vec::new();
-    if flavor != Flavor::MariaDb {
-        return Ok(found);
-    }
-    let mut looked_up: Vec<(String, String)> = Vec::new();
-    for c in stmt.columns().iter() {
-        let long_text = matches!(
-            c.column_type(),
-            mysql_async::consts::ColumnType::MYSQL_TYPE_BLOB
-                | mysql_async::consts::ColumnType::MYSQL_TYPE_LONG_BLOB
-        ) && c.character_set() != 63;
-        let key = (c.schema_str().into_owned(), c.org_table_str().into_owned());
-        if !long_text || key.0.is_empty() || key.1.is_empty() || looked_up.contains(&key) {
-            continue;
-        }
-        for name in catalog::mariadb_json_columns(conn, &key.0, &key.1).await? {
-            found.push((key.0.clone(), key.1.clone(), name));
-        }
-        looked_up.push(key);
-    }
-    Ok(found)
-}
-
 /// The columns of a result as it came (a prepared statement's own metadata may lack them, as for
 /// `INSERT ... RETURNING`), with how each is decoded.
 fn columns(meta: &[mysql_async::Column], json: &[JsonColumn]) -> (Vec<Column>, Vec<Kind>) {
@@ -540,6 +512,7 @@ fn values(row: mysql_async::Row, kinds: &[Kind], cap: usize) -> Option<Vec<Value
 async fn read_call(
     conn: &mut Conn,
     flavor: Flavor,
+    json: &JsonColumns,
     sql: &str,
     params: &[Param],
     limits: Limits,
@@ -556,7 +529,7 @@ async fn read_call(
     if let Err(e) = conn.query_drop(begin).await {
         return (Err(fail(e)), After::Close);
     }
-    let result = read(conn, flavor, sql, params, limits).await;
+    let result = read(conn, flavor, json, sql, params, limits).await;
     let result = match result {
         // The result was cut with rows still coming: the statement is stopped and the
         // connection closed rather than drained (the server rolls the transaction back).
@@ -578,6 +551,7 @@ async fn read_call(
 async fn read(
     conn: &mut Conn,
     flavor: Flavor,
+    known: &JsonColumns,
     sql: &str,
     params: &[Param],
     limits: Limits,
@@ -585,7 +559,9 @@ async fn read(
     let limit = limits.timeout;
     let fail = |e: mysql_async::Error| Failure::my(&e, limit, flavor);
     let stmt = prepare_statement(conn, flavor, sql, params, limit).await?;
-    let json = json_columns(conn, flavor, &stmt).await.map_err(fail)?;
+    let json = json_columns(conn, flavor, known, &stmt)
+        .await
+        .map_err(fail)?;
     let cap = limits.value_cap();
     let mut collector = Collector::new(limits.max_rows, limits.max_bytes);
     let started = Instant::now();
@@ -627,6 +603,7 @@ async fn read(
 async fn write_call(
     conn: &mut Conn,
     flavor: Flavor,
+    json: &JsonColumns,
     sql: &str,
     params: &[Param],
     limits: Limits,
@@ -641,7 +618,7 @@ async fn write_call(
     if let Err(e) = conn.query_drop(begin).await {
         return (Err(fail(e)), After::Close);
     }
-    let result = write(conn, flavor, sql, params, limits).await;
+    let result = write(conn, flavor, json, sql, params, limits).await;
     let result = match result {
         Ok(rows) => match conn.query_drop("COMMIT").await {
             Ok(()) => Ok(rows),
@@ -660,6 +637,7 @@ async fn write_call(
 async fn write(
     conn: &mut Conn,
     flavor: Flavor,
+    known: &JsonColumns,
     sql: &str,
     params: &[Param],
     limits: Limits,
@@ -667,7 +645,9 @@ async fn write(
     let limit = limits.timeout;
     let fail = |e: mysql_async::Error| Failure::my(&e, limit, flavor);
     let stmt = prepare_statement(conn, flavor, sql, params, limit).await?;
-    let json = json_columns(conn, flavor, &stmt).await.map_err(fail)?;
+    let json = json_columns(conn, flavor, known, &stmt)
+        .await
+        .map_err(fail)?;
     let cap = limits.value_cap();
     let mut collector = Collector::new(limits.max_rows, limits.max_bytes);
     let started = Instant::now();

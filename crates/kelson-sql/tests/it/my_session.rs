@@ -147,3 +147,34 @@ async fn nothing_a_read_leaves_in_its_session_reaches_the_next_call() {
         settled(&db).await;
     }
 }
+
+/// MariaDB marks no JSON column in a result: the adapter asks the catalog about a table with a
+/// text column once, not on every read.
+#[tokio::test]
+async fn a_text_columns_json_lookup_is_made_once_per_table_not_per_read() {
+    if !support::mariadb() {
+        return;
+    }
+    let fx = MyFixture::new(
+        "CREATE TABLE notes (id int PRIMARY KEY, body text, meta JSON) ENGINE=InnoDB;;
+         INSERT INTO notes VALUES (1, 'kept', '{\"k\": 1}')",
+    )
+    .await;
+    let proxy = Proxy::start(upstream()).await;
+    let (db, client) = one_connection(&fx.reader, &fx.db, proxy.port).await;
+    for marker in ["-- first", "-- second", "-- third"] {
+        let rows = query(&client, &format!("SELECT body, meta FROM notes {marker}")).await;
+        // The JSON column is still told from the text one.
+        assert_eq!(ok(&rows)["rows"], json!([["kept", {"k": 1}]]), "{rows}");
+        settled(&db).await;
+    }
+    assert_eq!(
+        proxy.flights_with("CHECK_CONSTRAINTS").len(),
+        1,
+        "one catalog lookup for three reads"
+    );
+    // The reads after the first cost what a read of a table without text costs: from the second
+    // read's prepare on, its prepare, execute, end and reset, then the third read's five.
+    let flights = proxy.flights_from("-- second");
+    assert_eq!(flights.len(), 4 + 5);
+}
