@@ -585,28 +585,43 @@ def cmd_bench(args):
         json.dump(report, f, indent=1)
 
 
+def ceiling_throughput(tool, stdout, queries=None):
+    """Queries per second from the output of `pgbench` (its tps line) or of `mysqlslap` (the
+    average seconds to run all `queries`), with the failures pgbench counted; None when absent."""
+    if tool == "mysqlslap":
+        m = re.search(r"Average number of seconds to run all queries: ([0-9.]+) seconds", stdout)
+        if not m or not queries or float(m.group(1)) <= 0:
+            return None
+        return queries / float(m.group(1)), 0
+    m = re.search(r"^tps = ([0-9.]+)", stdout, re.M)
+    if not m:
+        return None
+    failed = re.search(r"number of failed transactions: (\d+)", stdout)
+    return float(m.group(1)), int(failed.group(1)) if failed else 0
+
+
 def cmd_ceiling(args):
-    """Runs `pgbench ...` and keeps its transactions per second (into --out, as JSON)."""
+    """Runs `pgbench ...` or `mysqlslap ...` and keeps its queries per second (into --out, as
+    JSON)."""
     argv = args.argv[1:] if args.argv and args.argv[0] == "--" else args.argv
+    tool = os.path.basename(argv[0]) if argv else "?"
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=args.timeout)
     except subprocess.TimeoutExpired:
-        raise SystemExit(f"pgbench did not finish within {args.timeout} s: {' '.join(argv)}")
-    m = re.search(r"^tps = ([0-9.]+)", done.stdout, re.M)
-    failed = re.search(r"number of failed transactions: (\d+)", done.stdout)
-    if done.returncode != 0 or not m:
+        raise SystemExit(f"{tool} did not finish within {args.timeout} s: {' '.join(argv)}")
+    found = ceiling_throughput(tool, done.stdout, args.queries)
+    if done.returncode != 0 or found is None:
         sys.stderr.write(done.stdout[-2000:] + done.stderr[-2000:])
-        raise SystemExit(f"pgbench failed with exit code {done.returncode}")
+        raise SystemExit(f"{tool} failed with exit code {done.returncode}")
     with open(args.out, "w") as f:
-        json.dump({"throughput": float(m.group(1)),
-                   "failed": int(failed.group(1)) if failed else 0}, f, indent=1)
+        json.dump({"throughput": found[0], "failed": found[1]}, f, indent=1)
 
 
-def ceiling_rows(out_dir):
-    """{setting: [reports]} from the ceiling-<setting>-r<round>.json files."""
+def ceiling_rows(out_dir, prefix="ceiling"):
+    """{setting: [reports]} from the <prefix>-<setting>-r<round>.json files."""
     rows = {}
     for name in sorted(os.listdir(out_dir)):
-        m = re.fullmatch(r"ceiling-(if\d+)-r(\d+)\.json", name)
+        m = re.fullmatch(re.escape(prefix) + r"-(if\d+)-r(\d+)\.json", name)
         if m:
             with open(os.path.join(out_dir, name)) as f:
                 rows.setdefault(m.group(1), []).append(json.load(f))
@@ -712,6 +727,46 @@ def report_notes(bypass, meta, runs=None):
         "The machine is shared and noisy (other work runs beside the measurement, and PostgreSQL runs on the "
         "same 2 CPUs): compare servers within the run rather than the absolute figures.")
     return notes
+
+
+MARIADB = "mcp-serve-mariadb"
+
+
+def mariadb_rows(runs, ceilings):
+    """The lines on MariaDB: `kelson serve` (no reference server serves MariaDB) and the database
+    alone through mysqlslap, with kelson's share of it; nothing when MariaDB was not measured."""
+    if not any(k[0] == MARIADB for k in runs):
+        return []
+    L = ["", "MariaDB (no reference server exists for it; the same table and statement, an account "
+         "with SELECT only):", "",
+         "| database | server | req/s, 1 in flight | p50 / p99 ms | req/s, 16 in flight | p50 / p99 ms | errors |",
+         "|---|---|---:|---:|---:|---:|---:|"]
+    cells, errors, shares = [], 0, []
+    for setting in ("if1", "if16"):
+        reports = runs.get((MARIADB, setting))
+        if not reports:
+            cells += ["n/a", "n/a"]
+            continue
+        mine = median_of(reports, lambda r: r["throughput"])
+        cells.append(f"{mine:,.0f}")
+        cells.append(f"{median_of(reports, lambda r: r['latency_us']['p50']) / 1000:.2f} / "
+                     f"{median_of(reports, lambda r: r['latency_us']['p99']) / 1000:.2f}")
+        errors += sum(sum(r["errors"].values()) for r in reports)
+        if ceilings.get(setting):
+            shares.append(f"with {setting[2:]} in flight {mine / median_of(ceilings[setting], lambda r: r['throughput']):.2f}x")
+    L.append("| MariaDB | kelson serve | " + " | ".join(cells) + f" | {errors} |")
+    if ceilings:
+        cells = []
+        for setting in ("if1", "if16"):
+            reports = ceilings.get(setting)
+            cells += [f"{median_of(reports, lambda r: r['throughput']):,.0f}" if reports else "n/a", ""]
+        L.append("| MariaDB | the database alone (`mysqlslap`, same statement and connections) | "
+                 + " | ".join(cells) + " | |")
+    if shares:
+        L += ["", "kelson serve against the database alone on MariaDB: " + "; ".join(shares) + ". mysqlslap "
+              "sends the text as a plain query; kelson serve prepares it, runs it in a read-only XA transaction "
+              "with its limits and resets the session after each call."]
+    return L
 
 
 def cmd_report(args):
@@ -854,6 +909,7 @@ def cmd_report(args):
                 shares.append(f"{s['label']} {mine / ceiling:.2f}x")
             parts.append(f"with {setting[2:]} in flight, " + ", ".join(shares))
         L.append("Against the database alone: " + "; ".join(parts) + ".")
+    L += mariadb_rows(runs, ceiling_rows(args.out_dir, "ceiling-mariadb"))
     http = sorted(k for k in runs if k[1].startswith("http"))
     for n, setting in http:
         reports = runs[(n, setting)]
@@ -915,6 +971,7 @@ def main():
     p = sub.add_parser("ceiling")
     p.add_argument("--out", required=True)
     p.add_argument("--timeout", type=float, default=120)
+    p.add_argument("--queries", type=int, default=None, help="mysqlslap: the queries it runs in all")
     p.add_argument("argv", nargs=argparse.REMAINDER)
     p = sub.add_parser("report")
     p.add_argument("out_dir")

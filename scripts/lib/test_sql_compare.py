@@ -135,5 +135,50 @@ class Cases(unittest.TestCase):
         self.assertFalse(any("CASCADE" in s or "OWNER" in s for s in sc.fixture_sql()))
 
 
+class Ceilings(unittest.TestCase):
+    PGBENCH = "transaction type: x\nnumber of failed transactions: 2 (0.001%)\ntps = 7513.25 (without initial connection time)\n"
+    SLAP = ("Benchmark\n\tAverage number of seconds to run all queries: 0.400 seconds\n"
+            "\tMinimum number of seconds to run all queries: 0.400 seconds\n")
+
+    def test_pgbench(self):
+        self.assertEqual(sc.ceiling_throughput("pgbench", self.PGBENCH), (7513.25, 2))
+        self.assertIsNone(sc.ceiling_throughput("pgbench", "connection refused"))
+
+    def test_mysqlslap(self):
+        self.assertEqual(sc.ceiling_throughput("mysqlslap", self.SLAP, 4000), (10000.0, 0))
+        self.assertIsNone(sc.ceiling_throughput("mysqlslap", self.SLAP, None))
+        self.assertIsNone(sc.ceiling_throughput("mysqlslap", "Access denied", 4000))
+
+    def test_ceiling_files_by_prefix(self):
+        import json
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            for name, tput in (("ceiling-if1-r1", 1.0), ("ceiling-mariadb-if1-r1", 2.0),
+                               ("ceiling-mariadb-if16-r2", 3.0)):
+                with open(os.path.join(d, name + ".json"), "w") as f:
+                    json.dump({"throughput": tput}, f)
+            self.assertEqual(sc.ceiling_rows(d), {"if1": [{"throughput": 1.0}]})
+            self.assertEqual(sc.ceiling_rows(d, "ceiling-mariadb"),
+                             {"if1": [{"throughput": 2.0}], "if16": [{"throughput": 3.0}]})
+
+
+class MariaDbRows(unittest.TestCase):
+    @staticmethod
+    def report(tput):
+        return {"throughput": tput, "latency_us": {"p50": 500.0, "p99": 900.0}, "errors": {"x": 1}}
+
+    def test_absent_when_not_measured(self):
+        self.assertEqual(sc.mariadb_rows({("mcp-serve-postgres", "if1"): [self.report(1)]}, {}), [])
+
+    def test_rows_and_shares(self):
+        runs = {(sc.MARIADB, "if1"): [self.report(1000), self.report(3000), self.report(2000)],
+                (sc.MARIADB, "if16"): [self.report(4000)]}
+        ceilings = {"if1": [{"throughput": 10000.0}], "if16": [{"throughput": 40000.0}]}
+        text = "\n".join(sc.mariadb_rows(runs, ceilings))
+        self.assertIn("| MariaDB | kelson serve | 2,000 | 0.50 / 0.90 | 4,000 | 0.50 / 0.90 | 4 |", text)
+        self.assertIn("| MariaDB | the database alone (`mysqlslap`, same statement and connections) | 10,000 |  | 40,000 |  | |", text)
+        self.assertIn("with 1 in flight 0.20x; with 16 in flight 0.10x", text)
+
+
 if __name__ == "__main__":
     unittest.main()
