@@ -729,6 +729,22 @@ def report_notes(bypass, meta, runs=None):
     return notes
 
 
+def ceiling_cells(ceilings):
+    """The ceiling row's cells: the median queries per second at each setting, no latency."""
+    cells = []
+    for setting in ("if1", "if16"):
+        reports = ceilings.get(setting)
+        cells += [f"{median_of(reports, lambda r: r['throughput']):,.0f}" if reports else "n/a", ""]
+    return cells
+
+
+def rate_cells(reports):
+    """A server's cells at one setting: median requests per second, and median p50 / p99 in ms."""
+    return [f"{median_of(reports, lambda r: r['throughput']):,.0f}",
+            f"{median_of(reports, lambda r: r['latency_us']['p50']) / 1000:.2f} / "
+            f"{median_of(reports, lambda r: r['latency_us']['p99']) / 1000:.2f}"]
+
+
 MARIADB = "mcp-serve-mariadb"
 
 
@@ -748,20 +764,14 @@ def mariadb_rows(runs, ceilings):
             cells += ["n/a", "n/a"]
             continue
         mine = median_of(reports, lambda r: r["throughput"])
-        cells.append(f"{mine:,.0f}")
-        cells.append(f"{median_of(reports, lambda r: r['latency_us']['p50']) / 1000:.2f} / "
-                     f"{median_of(reports, lambda r: r['latency_us']['p99']) / 1000:.2f}")
+        cells += rate_cells(reports)
         errors += sum(sum(r["errors"].values()) for r in reports)
         if ceilings.get(setting):
             shares.append(f"with {setting[2:]} in flight {mine / median_of(ceilings[setting], lambda r: r['throughput']):.2f}x")
     L.append("| MariaDB | kelson serve | " + " | ".join(cells) + f" | {errors} |")
     if ceilings:
-        cells = []
-        for setting in ("if1", "if16"):
-            reports = ceilings.get(setting)
-            cells += [f"{median_of(reports, lambda r: r['throughput']):,.0f}" if reports else "n/a", ""]
         L.append("| MariaDB | the database alone (`mysqlslap`, same statement and connections) | "
-                 + " | ".join(cells) + " | |")
+                 + " | ".join(ceiling_cells(ceilings)) + " | |")
     if shares:
         L += ["", "kelson serve against the database alone on MariaDB: " + "; ".join(shares) + ". mysqlslap "
               "sends the text as a plain query; kelson serve prepares it, runs it in a read-only XA transaction "
@@ -871,9 +881,7 @@ def cmd_report(args):
             if not reports:
                 cells += ["n/a", "n/a"]
                 continue
-            cells.append(f"{median_of(reports, lambda r: r['throughput']):,.0f}")
-            cells.append(f"{median_of(reports, lambda r: r['latency_us']['p50']) / 1000:.2f} / "
-                         f"{median_of(reports, lambda r: r['latency_us']['p99']) / 1000:.2f}")
+            cells += rate_cells(reports)
             errors += sum(sum(r["errors"].values()) for r in reports)
             peak = max([peak] + [r.get("server_memory", {}).get("vmhwm_kib", 0) for r in reports])
         c = cold.get(n)
@@ -888,12 +896,8 @@ def cmd_report(args):
         L.append(f"| {engine} | {s['label']} | " + " | ".join(cells) + " |")
     ceilings = ceiling_rows(args.out_dir)
     if ceilings:
-        cells = []
-        for setting in ("if1", "if16"):
-            reports = ceilings.get(setting)
-            cells += [f"{median_of(reports, lambda r: r['throughput']):,.0f}" if reports else "n/a", ""]
         L.append("| PostgreSQL | the database alone (`pgbench -M extended`, same statement and connections) | "
-                 + " | ".join(cells) + " | | | | | |")
+                 + " | ".join(ceiling_cells(ceilings)) + " | | | | | |")
         L.append("")
         parts = []
         for setting in ("if1", "if16"):

@@ -1,12 +1,13 @@
 //! `echo-server --http`, the benchmarks' server, as `kelson bench` drives it: `tools/list` names
 //! both tools, `echo` answers with text and `structuredContent`, `echo_text` with text only.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{Read as _, Write as _};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+
+use crate::ready::first_line_on_stderr;
 
 /// A running `echo-server --http 127.0.0.1:0`, killed when dropped.
 struct EchoServer {
@@ -30,19 +31,7 @@ impl EchoServer {
             .stderr(Stdio::piped())
             .spawn()
             .expect("echo-server starts");
-        let stderr = child.stderr.take().expect("piped stderr");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let line = rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("echo-server says where it serves");
+        let line = first_line_on_stderr(&mut child).expect("echo-server says where it serves");
         let authority = line
             .strip_prefix("echo-server serving MCP at http://")
             .and_then(|rest| rest.strip_suffix("/mcp"))

@@ -2,19 +2,13 @@
 //! the official suite drives) prints its URL on stderr, with the port bound, and the URL answers.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-#[test]
-fn conformance_server_over_http_prints_its_url_on_stderr_when_ready() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_conformance-server"))
-        .args(["--http", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("conformance-server starts");
+/// The first line a server started with a piped stderr prints there, within a minute; the rest of
+/// its stderr is read and dropped so that the server never blocks on a full pipe.
+pub(crate) fn first_line_on_stderr(child: &mut Child) -> Result<String, mpsc::RecvTimeoutError> {
     let stderr = child.stderr.take().expect("piped stderr");
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -25,8 +19,19 @@ fn conformance_server_over_http_prints_its_url_on_stderr_when_ready() {
             }
         }
     });
-    let line = rx.recv_timeout(Duration::from_secs(60));
-    let line = match line {
+    rx.recv_timeout(Duration::from_secs(60))
+}
+
+#[test]
+fn conformance_server_over_http_prints_its_url_on_stderr_when_ready() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_conformance-server"))
+        .args(["--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("conformance-server starts");
+    let line = match first_line_on_stderr(&mut child) {
         Ok(line) => line,
         Err(e) => {
             let _ = child.kill();
