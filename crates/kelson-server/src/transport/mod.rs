@@ -11,6 +11,7 @@
 //! [`ListenStream`] is a `subscriptions/listen` stream; the `Legacy*` types carry the handshake
 //! era's sessions.
 
+mod process_io;
 pub mod stdio;
 
 pub use crate::hub::ListenStream;

@@ -51,8 +51,13 @@ impl Default for StdioConfig {
 }
 
 /// Serves `server` on the process's stdin and stdout until stdin closes.
+///
+/// Where stdin and stdout are pipes or Unix sockets (as a host spawns a server), they are read
+/// and written through the runtime's reactor rather than tokio's blocking thread pool, which
+/// costs two thread hand-offs per message; they are made blocking again when serving ends.
 pub async fn serve_stdio(server: Server, config: StdioConfig) -> std::io::Result<()> {
-    serve_stream(server, tokio::io::stdin(), tokio::io::stdout(), config).await
+    use super::process_io::{Input, Output};
+    serve_stream(server, Input::stdin(), Output::stdout(), config).await
 }
 
 /// Serves `server` on any pair of byte streams with stdio framing until the reader ends.

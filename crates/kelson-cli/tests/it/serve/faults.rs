@@ -114,6 +114,62 @@ fn stdin_closed_mid_request_still_answers_what_is_in_flight() {
     assert!(status.success(), "{status:?}\n{stderr}");
 }
 
+/// Node's `child_process` (and so most hosts) gives a server a Unix socket pair for stdin and
+/// stdout rather than pipes: served the same, to the end of input, and each socket is left
+/// blocking for whoever shares it after the server exits.
+#[test]
+fn unix_sockets_for_stdin_and_stdout_are_served_and_left_blocking() {
+    use std::io::Read as _;
+    use std::os::unix::net::UnixStream;
+
+    let data = TempDir::new();
+    let (mut input, child_in) = UnixStream::pair().unwrap();
+    let (output, child_out) = UnixStream::pair().unwrap();
+    // The server's end of its stdout, also kept here: the file description it shares with us.
+    let kept_out = child_out.try_clone().unwrap();
+    let child = Command::new(mcp_path())
+        .args(["serve", "--stdio"])
+        .env("KELSON_DATA_DIR", data.join("data"))
+        .env_remove("KELSON_LOG")
+        .stdin(Stdio::from(std::os::fd::OwnedFd::from(child_in)))
+        .stdout(Stdio::from(std::os::fd::OwnedFd::from(child_out)))
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kelson serve starts");
+    let mut lines = BufReader::new(output);
+    for id in 1..=3 {
+        input
+            .write_all(query_line(id, &format!("select {id} * 10")).as_bytes())
+            .unwrap();
+        let mut line = String::new();
+        lines.read_line(&mut line).unwrap();
+        let answer: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(answer["id"], id, "{line}");
+        assert_eq!(
+            answer["result"]["structuredContent"]["rows"],
+            json!([[id * 10]]),
+            "{line}"
+        );
+    }
+    input.shutdown(std::net::Shutdown::Write).unwrap();
+    let (status, stderr) = exit_of(child);
+    assert!(status.success(), "{status:?}\n{stderr}");
+    // Blocking again: a read of the server's end of stdout (which nobody writes to) waits out
+    // its timeout instead of failing at once with WouldBlock.
+    kept_out
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let started = Instant::now();
+    let mut byte = [0u8; 1];
+    let read = (&kept_out).read(&mut byte);
+    assert!(read.is_err(), "{read:?}");
+    assert!(
+        started.elapsed() >= Duration::from_millis(250),
+        "the read returned after {:?}: the socket was left non-blocking",
+        started.elapsed()
+    );
+}
+
 /// SIGTERM with requests in flight: each is answered in full, new connections are refused once
 /// the server has stopped accepting, and the process exits 0.
 #[test]
