@@ -252,8 +252,9 @@ pub(super) async fn read(
     if result.as_ref().is_err_and(|f| f.fatal) {
         return (result, false);
     }
-    // The rollback and the reset go out now; the next call on the connection reads their answer.
-    match wire.end_read().await {
+    // The rollback and the reset are queued: they go out when the call ends, or in front of the
+    // next call's messages; the next call on the connection reads their answer.
+    match wire.end_read() {
         Ok(()) => done(result),
         Err(_) => (result, false),
     }
@@ -420,7 +421,7 @@ pub(super) async fn catalog_rows(
         timeout_ms: limit.as_millis(),
     };
     let mut outcome = wire.read(&tx, sql, params, ResultFormat::Binary, 0).await?;
-    wire.end_read().await?;
+    wire.end_read()?;
     if let Some(e) = outcome.error.take() {
         return Err(WireError::Db(e));
     }

@@ -66,7 +66,7 @@ pub(super) async fn check_role(pool: &PgPool, database: &str, allow: bool) -> Re
     )
     .await
     .map_err(|e| pool.setup_error(database, e))?;
-    conn.finish();
+    conn.finish().await;
     let Some(row) = rows.first() else {
         return Err(SqlError::Catalog {
             database: database.to_owned(),

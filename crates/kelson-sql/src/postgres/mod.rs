@@ -247,7 +247,7 @@ impl PgDb {
         match (out, stopped) {
             (Some((result, reusable)), None) => {
                 if reusable {
-                    conn.finish();
+                    conn.finish().await;
                 } else {
                     conn.abandon();
                 }

@@ -5,7 +5,7 @@
 //! timed out, failed outside SQL, or was abandoned mid-flight is closed instead, so a late cancel
 //! request or a half-read result can never reach the next call.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,6 +17,48 @@ use super::wire::{self, CancelKey, Wire, WireError};
 
 use crate::database::PoolStats;
 
+/// How long a connection may wait in the pool with its previous read's rollback unsent (a call
+/// that was waiting for it gave up), holding the read's transaction and its table locks open.
+pub(crate) const SWEEP_AFTER: Duration = Duration::from_millis(5);
+
+/// Writes, after [`SWEEP_AFTER`], what idle connections still hold queued: each is taken as a
+/// call takes one (a permit first), its messages written, and given back. One sweep per pool at
+/// a time.
+fn sweep_later(shared: &Arc<Shared>) {
+    if shared.sweeping.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        shared.sweeping.store(false, Ordering::Release);
+        return;
+    };
+    let shared = shared.clone();
+    runtime.spawn(async move {
+        tokio::time::sleep(SWEEP_AFTER).await;
+        shared.sweeping.store(false, Ordering::Release);
+        loop {
+            let Ok(permit) = shared.permits.clone().try_acquire_owned() else {
+                // Every connection is lent: the pool is busy, and the next look comes later.
+                if shared.has_unsent_idle() {
+                    sweep_later(&shared);
+                }
+                return;
+            };
+            let taken = {
+                let mut idle = shared.idle.lock().expect("pool lock");
+                idle.iter()
+                    .position(Wire::has_unsent)
+                    .map(|at| idle.swap_remove(at))
+            };
+            let Some(mut wire) = taken else { return };
+            if wire.send_unsent().await.is_ok() {
+                shared.idle.lock().expect("pool lock").push(wire);
+            }
+            drop(permit);
+        }
+    });
+}
+
 struct Shared {
     config: Config,
     tls: PgTls,
@@ -27,6 +69,18 @@ struct Shared {
     waiting: AtomicUsize,
     /// Times calls waited for the server, over every connection the pool has lent.
     round_trips: AtomicU64,
+    /// Set while a sweep of unsent work is scheduled.
+    sweeping: AtomicBool,
+}
+
+impl Shared {
+    fn has_unsent_idle(&self) -> bool {
+        self.idle
+            .lock()
+            .expect("pool lock")
+            .iter()
+            .any(Wire::has_unsent)
+    }
 }
 
 /// Why no connection was lent.
@@ -74,9 +128,18 @@ impl PgConn {
         self.reusable = false;
     }
 
-    /// Marks the call as finished cleanly: the connection may serve the next call.
-    pub(crate) fn finish(&mut self) {
+    /// Marks the call as finished cleanly: the connection may serve the next call. What the call
+    /// left queued (a read's rollback and reset) is written now, unless a call is waiting for a
+    /// connection: that call will write it in front of its own messages, which saves the server
+    /// a read and the adapter a write per call under load. Should nobody take the connection
+    /// after all (the waiting call gave up), the pool writes it within [`SWEEP_AFTER`].
+    pub(crate) async fn finish(&mut self) {
         self.busy = None;
+        if self.shared.waiting.load(Ordering::Relaxed) == 0
+            && self.wire().send_unsent().await.is_err()
+        {
+            return;
+        }
         self.reusable = true;
     }
 }
@@ -96,7 +159,11 @@ impl Drop for PgConn {
             let trips = wire.trips() - self.trips_before;
             self.shared.round_trips.fetch_add(trips, Ordering::Relaxed);
             if self.reusable {
+                let unsent = wire.has_unsent();
                 self.shared.idle.lock().expect("pool lock").push(wire);
+                if unsent {
+                    sweep_later(&self.shared);
+                }
             }
         }
         // Otherwise the client drops here and its connection task ends.
@@ -122,6 +189,7 @@ impl PgPool {
                 size,
                 waiting: AtomicUsize::new(0),
                 round_trips: AtomicU64::new(0),
+                sweeping: AtomicBool::new(false),
             }),
         }
     }

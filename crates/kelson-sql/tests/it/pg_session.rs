@@ -290,3 +290,90 @@ async fn nothing_a_committed_write_leaves_in_its_session_reaches_the_next_write(
     assert!(tool_error(&never).contains("not yet defined"), "{never}");
     assert_eq!(write("SELECT pg_backend_pid()").await["rows"][0][0], pid);
 }
+
+/// Under load, a read's rollback and reset go out in front of the next call's own messages
+/// (one write fewer for the adapter, one read fewer for the server); the connection is never
+/// idle long with them unsent.
+#[tokio::test]
+async fn a_waiting_call_carries_the_previous_reads_reset() {
+    if !support::postgres() {
+        return;
+    }
+    let fx = PgFixture::new(ACCOUNTS).await;
+    let proxy = Proxy::start(upstream().0).await;
+    let (_, dbname) = upstream();
+    let url = format!(
+        "host=127.0.0.1 port={} dbname={dbname} user={}",
+        proxy.port, fx.reader
+    );
+    let (db, client) = one_connection(url, false).await;
+    let before = trips(&db);
+    // The second call waits for the one connection while the first runs.
+    let (slow, next) = tokio::join!(
+        query(&client, "SELECT count(*) FROM pg_sleep(0.3) -- slow"),
+        query(&client, "SELECT owner FROM accounts WHERE id = 9 -- next"),
+    );
+    assert_eq!(ok(&slow)["rows"], json!([[1]]), "{slow}");
+    assert_eq!(ok(&next)["rows"], json!([["owner 9"]]), "{next}");
+    assert_eq!(trips(&db) - before, 2, "still one wait per call");
+    // The first call's end went out with the second call, in one flight.
+    let flights = proxy.flights_with("-- next");
+    assert_eq!(flights.len(), 1);
+    let tags = tags(&flights[0]);
+    assert_eq!(tags[0], b'Q', "{tags:?}");
+    assert!(contains(&flights[0], b"ROLLBACK"));
+    assert_eq!(calls(flights), vec![b"PBEPBEPDBES".to_vec()]);
+    assert!(
+        proxy
+            .flight_after("-- slow")
+            .is_some_and(|f| contains(&f, b"-- next")),
+        "no flight of its own for the first call's reset"
+    );
+
+    // A waiting call that gives up leaves the reset unsent in the pool: the pool writes it
+    // itself, and the session leaves its transaction.
+    let slow = query(&client, "SELECT count(*) FROM pg_sleep(0.3) -- again");
+    tokio::pin!(slow);
+    // Boxed so that dropping it below ends the call there, while it waits.
+    let mut never = Box::pin(query(&client, "SELECT 1 -- never"));
+    let slow = tokio::select! {
+        biased;
+        done = &mut slow => done,
+        _ = &mut never => panic!("the second call ran while the first held the connection"),
+    };
+    drop(never);
+    assert_eq!(ok(&slow)["rows"], json!([[1]]), "{slow}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let reset = proxy.flight_after("-- again");
+        if reset.as_ref().is_some_and(|f| contains(f, b"ROLLBACK")) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the reset was never sent: {reset:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(proxy.flights_with("-- never").is_empty());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let rows = fx
+            .admin
+            .query(
+                "SELECT state FROM pg_stat_activity WHERE usename = $1 AND application_name = 'kelson-sql'",
+                &[&fx.reader],
+            )
+            .await
+            .unwrap();
+        let states: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+        if states == ["idle"] {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the session stayed {states:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}

@@ -6,8 +6,8 @@
 //! statement refuses more than one command), Describe, Bind with the parameters in text format,
 //! and an Execute of the first batch of rows; then Sync. An error anywhere makes the server skip
 //! to the Sync, so the statement never runs outside the transaction. More rows cost one Execute
-//! and Sync each ([`Wire::fetch`]). [`Wire::end_read`] then sends the rollback and the reset
-//! without waiting for them.
+//! and Sync each ([`Wire::fetch`]). [`Wire::end_read`] then queues the rollback and the reset,
+//! which go out without a wait for their answer.
 //!
 //! An approved write ([`Wire::write`]) sends the same with `READ WRITE` and an Execute of every
 //! row, then `COMMIT` (which a failed transaction turns into a rollback) and `DISCARD ALL`, and
@@ -192,10 +192,12 @@ impl Wire {
         Ok(outcome)
     }
 
-    /// Ends a read: rolls its transaction back and clears what survives a rollback, without
-    /// waiting for the answer (the next call reads it).
-    pub(crate) async fn end_read(&mut self) -> Result<(), WireError> {
-        self.send_owed(END_READ).await
+    /// Ends a read: queues the rollback of its transaction and the clearing of what survives a
+    /// rollback, whose answer nobody waits for (the next call reads it). It is written by
+    /// [`Wire::send_unsent`], or in front of the next call's own messages when a call is already
+    /// waiting for the connection (see the pool).
+    pub(crate) fn end_read(&mut self) -> Result<(), WireError> {
+        self.queue_owed(END_READ)
     }
 
     /// An approved write's one round trip: the transaction, the statement run to completion,

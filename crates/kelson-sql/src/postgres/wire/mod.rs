@@ -201,10 +201,22 @@ impl Wire {
     }
 
     /// Queues a simple-protocol query whose answer nobody waits for: the next call reads it.
-    async fn send_owed(&mut self, sql: &str) -> Result<(), WireError> {
+    fn queue_owed(&mut self, sql: &str) -> Result<(), WireError> {
         postgres_protocol::message::frontend::query(sql, self.out())?;
-        self.send().await?;
         self.owed += 1;
+        Ok(())
+    }
+
+    /// Whether queued messages have not been written yet (a read's end, see [`Wire::end_read`]).
+    pub(crate) fn has_unsent(&self) -> bool {
+        !self.wbuf.is_empty()
+    }
+
+    /// Writes the queued messages, without waiting for an answer.
+    pub(crate) async fn send_unsent(&mut self) -> Result<(), WireError> {
+        if self.has_unsent() {
+            self.send().await?;
+        }
         Ok(())
     }
 
