@@ -180,5 +180,43 @@ class MariaDbRows(unittest.TestCase):
         self.assertIn("with 1 in flight 0.20x; with 16 in flight 0.10x", text)
 
 
+class PgCeilings(unittest.TestCase):
+    SERVERS = [{"name": "mcp-serve-postgres", "label": "kelson serve", "engine": "postgres"},
+               {"name": "server-postgres", "label": "server-postgres", "engine": "postgres"},
+               {"name": "mcp-serve-sqlite", "label": "kelson serve", "engine": "sqlite"}]
+
+    @staticmethod
+    def report(tput):
+        return {"throughput": tput, "latency_us": {"p50": 500.0, "p99": 900.0}, "errors": {}}
+
+    def test_both_ceilings_and_the_shares(self):
+        runs = {("mcp-serve-postgres", "if1"): [self.report(3000)],
+                ("server-postgres", "if1"): [self.report(1500)],
+                ("mcp-serve-sqlite", "if1"): [self.report(9000)]}
+        plain = {"if1": [{"throughput": 6000.0}]}
+        guarded = {"if1": [{"throughput": 4000.0}, {"throughput": 5000.0}, {"throughput": 4500.0}]}
+        text = "\n".join(sc.pg_ceiling_rows(self.SERVERS, runs, plain, guarded))
+        self.assertIn("| PostgreSQL | the database alone (`pgbench -M extended`, same statement and connections) "
+                      "| 6,000 |  | n/a |  | | | | | |", text)
+        self.assertIn("kelson serve's statements (`pgbench`: the transaction, its limits, the statement, the "
+                      "rollback and the reset pipelined) | 4,500 |", text)
+        self.assertIn("Against the database alone: with 1 in flight, kelson serve 0.50x, server-postgres 0.25x.", text)
+        self.assertIn("Against the database alone with kelson serve's statements: with 1 in flight, kelson serve "
+                      "0.67x, server-postgres 0.33x.", text)
+
+    def test_nothing_without_ceilings(self):
+        self.assertEqual(sc.pg_ceiling_rows(self.SERVERS, {}, {}, {}), [])
+
+    def test_the_guarded_script_is_one_pipeline_of_what_kelson_sends(self):
+        script = sc.guarded_script("SELECT 1;", 1500).splitlines()
+        self.assertEqual(script[0], "\\startpipeline")
+        self.assertEqual(script[-1], "\\endpipeline")
+        self.assertEqual(script[1], "START TRANSACTION READ ONLY;")
+        self.assertIn("'1500'", script[2])
+        self.assertIn("'61500'", script[2])
+        self.assertEqual(script[3:7], ["SELECT 1;", "ROLLBACK;", "SELECT pg_advisory_unlock_all();",
+                                       "DEALLOCATE ALL;"])
+
+
 if __name__ == "__main__":
     unittest.main()
