@@ -214,19 +214,13 @@ mod tests {
     #[tokio::test]
     async fn a_pipe_is_served_by_the_reactor_and_left_blocking() {
         let (reader, mut writer) = std::io::pipe().expect("pipe");
-        let mut registered = register(reader.as_fd(), true).expect("a pipe registers");
+        let registered = register(reader.as_fd(), true).expect("a pipe registers");
+        let mut input = super::Input(super::Kind::Reactor(registered));
         writer.write_all(b"{\"jsonrpc\":\"2.0\"}\n").expect("write");
-        let mut buf = [0u8; 64];
-        let n = std::future::poll_fn(|cx| {
-            let mut rb = tokio::io::ReadBuf::new(&mut buf);
-            registered
-                .poll_read(cx, &mut rb)
-                .map_ok(|()| rb.filled().len())
-        })
-        .await
-        .expect("read");
-        assert_eq!(&buf[..n], b"{\"jsonrpc\":\"2.0\"}\n");
-        drop(registered);
+        let mut buf = [0u8; 18];
+        input.read_exact(&mut buf).await.expect("read");
+        assert_eq!(&buf, b"{\"jsonrpc\":\"2.0\"}\n");
+        drop(input);
         // Blocking again: a read of the original end waits for data instead of failing with
         // WouldBlock, so it sees the byte written by another thread after a while.
         let mut reader = reader;
@@ -275,11 +269,11 @@ mod tests {
 
     #[tokio::test]
     async fn a_regular_file_is_left_to_the_blocking_pool() {
-        let file = tempfile_in_target();
+        let file = regular_file();
         assert!(register(file.as_fd(), true).is_none());
     }
 
-    fn tempfile_in_target() -> std::fs::File {
+    fn regular_file() -> std::fs::File {
         let path = std::env::temp_dir().join(format!("kelson-process-io-{}", std::process::id()));
         let file = std::fs::File::create(&path).expect("create");
         let _ = std::fs::remove_file(&path);

@@ -62,6 +62,36 @@ async fn one_connection(url: String, write: bool) -> (Database, Client) {
     (db, client)
 }
 
+/// A read-only database of one connection that reaches the fixture's server through a recording
+/// proxy.
+async fn through_proxy(fx: &PgFixture) -> (Proxy, Database, Client) {
+    let (addr, dbname) = upstream();
+    let proxy = Proxy::start(addr).await;
+    let url = format!(
+        "host=127.0.0.1 port={} dbname={dbname} user={}",
+        proxy.port, fx.reader
+    );
+    let (db, client) = one_connection(url, false).await;
+    (proxy, db, client)
+}
+
+/// The next flight on the connection after the one holding `marker` that `done` accepts, waited
+/// for (the proxy may still be relaying it when a call returns); fails after 10 s.
+async fn flight_after(proxy: &Proxy, marker: &str, done: impl Fn(&[u8]) -> bool) -> Vec<u8> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let flight = proxy.flight_after(marker);
+        if let Some(flight) = flight.as_ref().filter(|f| done(f)) {
+            return flight.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no such flight after {marker:?}: {flight:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
 fn trips(db: &Database) -> u64 {
     db.pools()[0].round_trips
 }
@@ -84,13 +114,7 @@ async fn a_one_row_read_is_one_round_trip_on_the_wire() {
         return;
     }
     let fx = PgFixture::new(ACCOUNTS).await;
-    let proxy = Proxy::start(upstream().0).await;
-    let (_, dbname) = upstream();
-    let url = format!(
-        "host=127.0.0.1 port={} dbname={dbname} user={}",
-        proxy.port, fx.reader
-    );
-    let (db, client) = one_connection(url, false).await;
+    let (proxy, db, client) = through_proxy(&fx).await;
     // The connection is open (the role check at the start used it).
     let sql = "SELECT id, owner, balance FROM accounts WHERE id = 42 -- first";
     let before = trips(&db);
@@ -109,18 +133,7 @@ async fn a_one_row_read_is_one_round_trip_on_the_wire() {
         "the read's messages, in flights"
     );
     // The rollback and the reset went in a flight of their own, which the call did not wait for.
-    // (The proxy may still be relaying it when the call returns.)
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let reset = loop {
-        if let Some(reset) = proxy.flight_after("-- first") {
-            break reset;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the reset was never sent"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    };
+    let reset = flight_after(&proxy, "-- first", |_| true).await;
     assert_eq!(tags(&reset), b"Q");
     assert!(contains(&reset, b"ROLLBACK"), "{reset:?}");
 
@@ -300,13 +313,7 @@ async fn a_waiting_call_carries_the_previous_reads_reset() {
         return;
     }
     let fx = PgFixture::new(ACCOUNTS).await;
-    let proxy = Proxy::start(upstream().0).await;
-    let (_, dbname) = upstream();
-    let url = format!(
-        "host=127.0.0.1 port={} dbname={dbname} user={}",
-        proxy.port, fx.reader
-    );
-    let (db, client) = one_connection(url, false).await;
+    let (proxy, db, client) = through_proxy(&fx).await;
     let before = trips(&db);
     // The second call waits for the one connection while the first runs.
     let (slow, next) = tokio::join!(
@@ -343,18 +350,7 @@ async fn a_waiting_call_carries_the_previous_reads_reset() {
     };
     drop(never);
     assert_eq!(ok(&slow)["rows"], json!([[1]]), "{slow}");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let reset = proxy.flight_after("-- again");
-        if reset.as_ref().is_some_and(|f| contains(f, b"ROLLBACK")) {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the reset was never sent: {reset:?}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    flight_after(&proxy, "-- again", |f| contains(f, b"ROLLBACK")).await;
     assert!(proxy.flights_with("-- never").is_empty());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
