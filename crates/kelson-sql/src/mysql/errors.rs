@@ -13,6 +13,8 @@ pub(crate) mod code {
     pub(crate) const EMPTY_QUERY: u16 = 1065;
     /// ER_PARSE_ERROR.
     pub(crate) const PARSE_ERROR: u16 = 1064;
+    /// ER_WRONG_ARGUMENTS: `EXECUTE` given a count of values other than the placeholders'.
+    pub(crate) const WRONG_ARGUMENTS: u16 = 1210;
     /// ER_UNSUPPORTED_PS: the statement cannot be prepared.
     pub(crate) const UNSUPPORTED_PS: u16 = 1295;
     /// ER_QUERY_INTERRUPTED (`KILL QUERY`).

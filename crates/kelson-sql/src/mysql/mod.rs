@@ -1,9 +1,9 @@
 //! The MySQL and MariaDB engine.
 //!
 //! Read-only is the server's doing, never a reading of the SQL:
-//! - The user's text is only ever sent as a prepared statement (`COM_STMT_PREPARE`), which holds
-//!   exactly one statement: stacked statements are a syntax error, whatever the connection's
-//!   multi-statement flag. Nothing of the user's is sent as a plain query.
+//! - The user's text is only ever run as a prepared statement (`PREPARE` from a variable holding
+//!   it as a hex literal, see [`calls`]), which holds exactly one statement: stacked statements
+//!   are a syntax error. Nothing of the user's is ever part of a query's text.
 //! - Every read runs inside an XA transaction started read-only (`SET TRANSACTION READ ONLY;
 //!   XA START`), then ended and rolled back. Not `START TRANSACTION READ ONLY`: in that one, a
 //!   statement that commits implicitly (`CREATE TABLE`, `DROP`, `TRUNCATE`, `LOCK TABLES`,
@@ -17,13 +17,12 @@
 //!   user-level locks (`GET_LOCK`), user variables, session settings and prepared statements are
 //!   dropped, so nothing a statement set outlives its call.
 //!
-//! Round trips of a read: the limits, `SET TRANSACTION READ ONLY` and `XA START` go in one packet
-//! (three statements of ours; the user's text is never in such a packet), then the prepare, then
-//! the execute, whose rows all come in one answer: three before the caller has its rows. The XA end
-//! and rollback (one packet) and the reset follow after the answer, while the connection, still
-//! held by the call's pool permit, is lent to nobody; one that fails to settle is closed. The
-//! driver waits for each answer before it sends the next command, which is why this is three and
-//! not one (see ARCHITECTURE.md).
+//! Round trips of a read: one before the caller has its rows. The limits, `SET TRANSACTION READ
+//! ONLY`, `XA START`, the user's statement prepared and executed, `XA END` and `XA ROLLBACK` are
+//! one multi-statement query ([`calls`]), which the server stops at the first statement that
+//! fails. The reset follows after the answer, while the connection, still held by the call's pool
+//! permit, is lent to nobody; one that fails to settle is closed. A read that failed midway also
+//! has its transaction ended and rolled back there (see ARCHITECTURE.md).
 //! - An account that holds privileges reaching past the database (`FILE`, `SUPER`, grant
 //!   option, routines with another account's rights, writes to `mysql.*`) is refused at start.
 //!
@@ -33,6 +32,7 @@
 //! connection (a statement can lift the session's limit with `SET STATEMENT ... FOR`). A client
 //! cancellation is the same `KILL QUERY`.
 
+mod calls;
 mod catalog;
 mod errors;
 mod json;
@@ -45,21 +45,19 @@ use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use mysql_async::Conn;
 use mysql_async::prelude::Queryable as _;
-use mysql_async::{Conn, Params, Statement, Value as MyValue};
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{DatabaseConfig, Limits, MysqlConfig};
 use crate::engine::{CatalogEntry, Description};
 use crate::error::{ExecError, SqlError};
-use crate::output::{Column, Rows};
-use crate::value::{Collector, Param, Truncation};
+use crate::output::Rows;
+use crate::value::Param;
 use errors::classify;
-use json::{JsonColumn, JsonColumns, json_columns};
+use json::JsonColumns;
 use options::Prepared;
 use pool::{GetError, MyConn, MyPool};
-use types::Kind;
 
 /// How long past the call's deadline the engine waits for the server's own time limit before it
 /// stops the statement itself.
@@ -305,8 +303,12 @@ impl MyDb {
         cancel: &CancellationToken,
     ) -> Result<Rows, ExecError> {
         let (flavor, json) = (self.flavor, self.json.clone());
+        let prepared = self.reader.prepared().clone();
         self.run(&self.reader, limits, cancel, move |conn| {
-            Box::pin(async move { read_call(conn, flavor, &json, &sql, &params, limits).await })
+            Box::pin(async move {
+                let call = (sql.as_str(), params.as_slice());
+                calls::read_call(conn, flavor, &json, &prepared, call, limits).await
+            })
         })
         .await
     }
@@ -325,7 +327,10 @@ impl MyDb {
         };
         let (flavor, json) = (self.flavor, self.json.clone());
         self.run(writer, limits, cancel, move |conn| {
-            Box::pin(async move { write_call(conn, flavor, &json, &sql, &params, limits).await })
+            Box::pin(async move {
+                let call = (sql.as_str(), params.as_slice());
+                calls::write_call(conn, flavor, &json, call, limits).await
+            })
         })
         .await
     }
@@ -423,263 +428,6 @@ async fn settle(mut lent: MyConn, xid: Option<String>) {
             lent.abandon();
         }
     }
-}
-
-fn bind(params: &[Param]) -> Params {
-    if params.is_empty() {
-        return Params::Empty;
-    }
-    Params::Positional(
-        params
-            .iter()
-            .map(|p| match p {
-                Param::Null => MyValue::NULL,
-                Param::Bool(b) => MyValue::Int(i64::from(*b)),
-                Param::Int(i) => MyValue::Int(*i),
-                Param::Float(f) => MyValue::Double(*f),
-                Param::Text(s) => MyValue::Bytes(s.clone().into_bytes()),
-            })
-            .collect(),
-    )
-}
-
-/// Prepares the user's statement and checks the parameters against it.
-async fn prepare_statement(
-    conn: &mut Conn,
-    flavor: Flavor,
-    sql: &str,
-    params: &[Param],
-    limit: Duration,
-) -> Result<Statement, Failure> {
-    let stmt = conn.prep(sql).await.map_err(|e| {
-        if errors::second_statement(&e, sql) {
-            Failure {
-                error: ExecError::MultipleStatements,
-                fatal: false,
-            }
-        } else {
-            Failure::my(&e, limit, flavor)
-        }
-    })?;
-    let expected = usize::from(stmt.num_params());
-    if expected != params.len() {
-        return Err(Failure {
-            error: ExecError::Sql(format!(
-                "the statement has {expected} parameter placeholder(s) (?) but {} value(s) were given in `params`",
-                params.len()
-            )),
-            fatal: false,
-        });
-    }
-    Ok(stmt)
-}
-
-/// The columns of a result as it came (a prepared statement's own metadata may lack them, as for
-/// `INSERT ... RETURNING`), with how each is decoded.
-fn columns(meta: &[mysql_async::Column], json: &[JsonColumn]) -> (Vec<Column>, Vec<Kind>) {
-    meta.iter()
-        .map(|c| {
-            let is_json = json.iter().any(|(s, t, n)| {
-                *s == c.schema_str() && *t == c.org_table_str() && *n == c.org_name_str()
-            });
-            (
-                Column {
-                    name: c.name_str().into_owned(),
-                    ty: Some(types::type_name(c, is_json)),
-                },
-                types::kind(c, is_json),
-            )
-        })
-        .unzip()
-}
-
-/// One row as JSON, or `None` when a value is larger than `cap` bytes.
-fn values(row: mysql_async::Row, kinds: &[Kind], cap: usize) -> Option<Vec<Value>> {
-    let raw = row.unwrap_raw();
-    if raw.iter().flatten().any(|v| types::wire_len(v) > cap) {
-        return None;
-    }
-    Some(
-        raw.into_iter()
-            .zip(kinds)
-            .map(|(v, kind)| types::decode(*kind, v.unwrap_or(MyValue::NULL)))
-            .collect(),
-    )
-}
-
-/// A read: the session limits, a read-only XA transaction, the one prepared statement, rows up to
-/// the limits, then the transaction ended, rolled back and the session reset.
-async fn read_call(
-    conn: &mut Conn,
-    flavor: Flavor,
-    json: &JsonColumns,
-    sql: &str,
-    params: &[Param],
-    limits: Limits,
-) -> Done<Rows> {
-    let limit = limits.timeout;
-    let fail = |e: mysql_async::Error| Failure::my(&e, limit, flavor);
-    let xid = format!("mcp-sql-{}", random_hex());
-    // Three statements of ours in one packet, one round trip: the limits, read-only, the start.
-    // The user's statement is never part of such a packet (it is prepared on its own).
-    let begin = format!(
-        "{}; SET TRANSACTION READ ONLY; XA START '{xid}'",
-        flavor.session(limits, true)
-    );
-    if let Err(e) = conn.query_drop(begin).await {
-        return (Err(fail(e)), After::Close);
-    }
-    let result = read(conn, flavor, json, sql, params, limits).await;
-    let result = match result {
-        // The result was cut with rows still coming: the statement is stopped and the
-        // connection closed rather than drained (the server rolls the transaction back).
-        Ok((rows, false)) => return (Ok(rows), After::Kill),
-        Ok((rows, true)) => Ok(rows),
-        // A value over the cap was met with the rest of the result still coming: the same.
-        Err(f) if matches!(f.error, ExecError::TooBig(_)) => return (Err(f), After::Kill),
-        Err(f) => Err(f),
-    };
-    if result.as_ref().is_err_and(|f| f.fatal) {
-        return (result, After::Close);
-    }
-    // The user's statement cannot have ended the transaction (XA refuses that), nor can it know
-    // the random xid; should ending it fail anyway, the connection is closed, which rolls back.
-    (result, After::Settle(Some(xid)))
-}
-
-/// Runs the prepared read and collects rows. The flag says whether the result was read to its end.
-async fn read(
-    conn: &mut Conn,
-    flavor: Flavor,
-    known: &JsonColumns,
-    sql: &str,
-    params: &[Param],
-    limits: Limits,
-) -> Result<(Rows, bool), Failure> {
-    let limit = limits.timeout;
-    let fail = |e: mysql_async::Error| Failure::my(&e, limit, flavor);
-    let stmt = prepare_statement(conn, flavor, sql, params, limit).await?;
-    let json = json_columns(conn, flavor, known, &stmt)
-        .await
-        .map_err(fail)?;
-    let cap = limits.value_cap();
-    let mut collector = Collector::new(limits.max_rows, limits.max_bytes);
-    let started = Instant::now();
-    let mut result = conn.exec_iter(&stmt, bind(params)).await.map_err(fail)?;
-    let (columns, kinds) = columns(result.columns_ref(), &json);
-    let mut complete = true;
-    while let Some(row) = result.next().await.map_err(fail)? {
-        let Some(values) = values(row, &kinds, cap) else {
-            return Err(Failure {
-                error: ExecError::TooBig(cap),
-                // The rest of the result is still on the wire.
-                fatal: true,
-            });
-        };
-        if !collector.push(values) {
-            complete = false;
-            break;
-        }
-    }
-    if complete {
-        // Further result sets (a procedure's) are read and dropped; only the first is returned.
-        result.drop_result().await.map_err(fail)?;
-        out_of_time(started, limit)?;
-    }
-    Ok((
-        Rows {
-            columns,
-            rows: collector.rows,
-            truncated: collector.truncated,
-            rows_affected: None,
-        },
-        complete,
-    ))
-}
-
-/// An approved write: one prepared statement in a read-write transaction, committed when it
-/// succeeds and rolled back otherwise. Returned rows (`RETURNING`, a procedure's result) are kept
-/// up to the limits, but the statement always runs to completion.
-async fn write_call(
-    conn: &mut Conn,
-    flavor: Flavor,
-    json: &JsonColumns,
-    sql: &str,
-    params: &[Param],
-    limits: Limits,
-) -> Done<Rows> {
-    let limit = limits.timeout;
-    let fail = |e: mysql_async::Error| Failure::my(&e, limit, flavor);
-    // Both statements of ours in one packet, one round trip.
-    let begin = format!(
-        "{}; START TRANSACTION READ WRITE",
-        flavor.session(limits, false)
-    );
-    if let Err(e) = conn.query_drop(begin).await {
-        return (Err(fail(e)), After::Close);
-    }
-    let result = write(conn, flavor, json, sql, params, limits).await;
-    let result = match result {
-        Ok(rows) => match conn.query_drop("COMMIT").await {
-            Ok(()) => Ok(rows),
-            Err(e) => Err(fail(e)),
-        },
-        Err(f) => {
-            if !f.fatal && conn.query_drop("ROLLBACK").await.is_err() {
-                return (Err(f), After::Close);
-            }
-            Err(f)
-        }
-    };
-    finish(result)
-}
-
-async fn write(
-    conn: &mut Conn,
-    flavor: Flavor,
-    known: &JsonColumns,
-    sql: &str,
-    params: &[Param],
-    limits: Limits,
-) -> Result<Rows, Failure> {
-    let limit = limits.timeout;
-    let fail = |e: mysql_async::Error| Failure::my(&e, limit, flavor);
-    let stmt = prepare_statement(conn, flavor, sql, params, limit).await?;
-    let json = json_columns(conn, flavor, known, &stmt)
-        .await
-        .map_err(fail)?;
-    let cap = limits.value_cap();
-    let mut collector = Collector::new(limits.max_rows, limits.max_bytes);
-    let started = Instant::now();
-    let mut result = conn.exec_iter(&stmt, bind(params)).await.map_err(fail)?;
-    let (columns, kinds) = columns(result.columns_ref(), &json);
-    let mut seen: u64 = 0;
-    while let Some(row) = result.next().await.map_err(fail)? {
-        seen += 1;
-        if collector.wants_more() {
-            match values(row, &kinds, cap) {
-                Some(values) => {
-                    collector.push(values);
-                }
-                None => collector.cut(Truncation::MaxBytes),
-            }
-        }
-    }
-    // A statement that returns rows (`INSERT ... RETURNING`, `DELETE ... RETURNING`) ends with no
-    // count of its own: each returned row is a row it changed.
-    let affected = match result.affected_rows() {
-        0 if !columns.is_empty() => seen,
-        n => n,
-    };
-    result.drop_result().await.map_err(fail)?;
-    // Rolled back by the caller, not committed.
-    out_of_time(started, limit)?;
-    Ok(Rows {
-        columns,
-        rows: collector.rows,
-        truncated: collector.truncated,
-        rows_affected: Some(affected),
-    })
 }
 
 /// A statement that ran for the whole time limit was stopped by the server's limit, even when it

@@ -1,8 +1,8 @@
-//! MySQL and MariaDB values to JSON, from the binary protocol of prepared statements, and the
-//! type names result columns report.
+//! MySQL and MariaDB values to JSON, from the text protocol (a call's results, see
+//! [`super::calls`]) or the binary one (the catalog's), and the type names result columns report.
 //!
 //! Integers (YEAR too) are JSON numbers, BIGINT UNSIGNED included; FLOAT and DOUBLE are numbers
-//! (FLOAT by its shortest decimal form, so 0.1 stays 0.1); DECIMAL is a string, every digit kept;
+//! (as the server writes them: FLOAT to six significant digits, so 0.1 stays 0.1); DECIMAL is a string, every digit kept;
 //! DATE, DATETIME and TIMESTAMP are ISO-8601 (TIMESTAMP in UTC with `Z`: each call sets the
 //! session's `time_zone` to `+00:00`), TIME is `[-]HH:MM:SS[.ffffff]` with hours past 24 as
 //! MySQL allows; zero dates (`0000-00-00`) stay as MySQL writes them, since ISO-8601 has no such
@@ -16,6 +16,8 @@ use mysql_async::consts::{ColumnFlags, ColumnType};
 use mysql_async::{Column, Value as MyValue};
 use serde_json::{Map, Value};
 
+use super::json::JsonColumn;
+use crate::output::Column as ResultColumn;
 use crate::value::{bytes, float};
 
 /// The character set number of binary strings.
@@ -136,6 +138,47 @@ pub(crate) fn type_name(column: &Column, json: bool) -> String {
     }
 }
 
+/// The columns of a result as it came, with how each is decoded. `json` names the table columns
+/// known to hold JSON.
+pub(crate) fn columns(meta: &[Column], json: &[JsonColumn]) -> (Vec<ResultColumn>, Vec<Kind>) {
+    meta.iter()
+        .map(|c| {
+            let is_json = is_json(c, json);
+            (
+                ResultColumn {
+                    name: c.name_str().into_owned(),
+                    ty: Some(type_name(c, is_json)),
+                },
+                kind(c, is_json),
+            )
+        })
+        .unzip()
+}
+
+/// How each column of a result is decoded.
+pub(crate) fn kinds(meta: &[Column], json: &[JsonColumn]) -> Vec<Kind> {
+    meta.iter().map(|c| kind(c, is_json(c, json))).collect()
+}
+
+fn is_json(c: &Column, json: &[JsonColumn]) -> bool {
+    json.iter()
+        .any(|(s, t, n)| *s == c.schema_str() && *t == c.org_table_str() && *n == c.org_name_str())
+}
+
+/// One row as JSON, or `None` when a value is larger than `cap` bytes.
+pub(crate) fn values(row: mysql_async::Row, kinds: &[Kind], cap: usize) -> Option<Vec<Value>> {
+    let raw = row.unwrap_raw();
+    if raw.iter().flatten().any(|v| wire_len(v) > cap) {
+        return None;
+    }
+    Some(
+        raw.into_iter()
+            .zip(kinds)
+            .map(|(v, kind)| decode(*kind, v.unwrap_or(MyValue::NULL)))
+            .collect(),
+    )
+}
+
 /// The size a value takes on the wire, to hold it against the value cap before it is decoded.
 pub(crate) fn wire_len(value: &MyValue) -> usize {
     match value {
@@ -184,6 +227,32 @@ fn date(kind: Kind, [y, mo, d]: [u16; 3], [h, mi, s]: [u8; 3], us: u32) -> Value
     })
 }
 
+/// A date-time or time as the text protocol writes it (`2025-03-04 05:06:07.120`, fractions as
+/// many digits as the column keeps), written as the binary protocol's values are: ISO-8601 with
+/// `T` (and `Z` for TIMESTAMP), a fraction of six digits or none when it is zero; a zero date
+/// stays as MySQL writes it.
+fn temporal(kind: Kind, t: &str) -> String {
+    let (whole, fraction) = match t.split_once('.') {
+        Some((whole, f)) if f.bytes().all(|b| b.is_ascii_digit()) && f.len() <= 6 => (whole, f),
+        Some(_) => return t.to_owned(),
+        None => (t, ""),
+    };
+    let fraction = if fraction.bytes().all(|b| b == b'0') {
+        String::new()
+    } else {
+        format!(".{fraction:0<6}")
+    };
+    if kind == Kind::Time {
+        return format!("{whole}{fraction}");
+    }
+    match whole.split_once(' ') {
+        Some((day, _)) if day.starts_with("0000-00-00") => format!("{whole}{fraction}"),
+        Some((day, time)) if kind == Kind::Timestamp => format!("{day}T{time}{fraction}Z"),
+        Some((day, time)) => format!("{day}T{time}{fraction}"),
+        None => format!("{whole}{fraction}"),
+    }
+}
+
 fn text(b: Vec<u8>) -> String {
     String::from_utf8(b).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
@@ -226,9 +295,8 @@ fn from_bytes(kind: Kind, b: Vec<u8>) -> Value {
                 .or_else(|_| t.parse::<f64>().map(float))
                 .unwrap_or(Value::String(t))
         }
-        Kind::Decimal | Kind::Date | Kind::DateTime | Kind::Timestamp | Kind::Time | Kind::Text => {
-            Value::String(text(b))
-        }
+        Kind::DateTime | Kind::Timestamp | Kind::Time => Value::String(temporal(kind, &text(b))),
+        Kind::Decimal | Kind::Date | Kind::Text => Value::String(text(b)),
     }
 }
 
@@ -291,6 +359,30 @@ mod tests {
             decode(Kind::Time, MyValue::Time(false, 0, 0, 0, 1, 5)),
             json!("00:00:01.000005")
         );
+    }
+
+    #[test]
+    fn text_protocol_dates_and_times_read_as_binary_ones() {
+        let text = |kind, t: &str| decode(kind, MyValue::Bytes(t.as_bytes().to_vec()));
+        assert_eq!(
+            text(Kind::DateTime, "2025-03-04 05:06:07"),
+            json!("2025-03-04T05:06:07")
+        );
+        assert_eq!(
+            text(Kind::DateTime, "2025-03-04 05:06:07.000000"),
+            json!("2025-03-04T05:06:07")
+        );
+        assert_eq!(
+            text(Kind::Timestamp, "2025-03-04 05:06:07.123"),
+            json!("2025-03-04T05:06:07.123000Z")
+        );
+        assert_eq!(
+            text(Kind::DateTime, "0000-00-00 00:00:00"),
+            json!("0000-00-00 00:00:00")
+        );
+        assert_eq!(text(Kind::Time, "-838:59:59"), json!("-838:59:59"));
+        assert_eq!(text(Kind::Time, "12:00:00.5"), json!("12:00:00.500000"));
+        assert_eq!(text(Kind::Date, "2024-02-29"), json!("2024-02-29"));
     }
 
     #[test]

@@ -65,8 +65,13 @@ async fn settled(db: &Database) {
     }
 }
 
+/// How the adapter sends a text of the user's: its UTF-8 bytes in hex.
+fn hex(text: &str) -> String {
+    text.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
 #[tokio::test]
-async fn a_one_row_read_is_three_round_trips_before_its_answer_and_two_after() {
+async fn a_one_row_read_is_one_round_trip_before_its_answer_and_one_after() {
     if !support::mariadb() {
         return;
     }
@@ -74,8 +79,10 @@ async fn a_one_row_read_is_three_round_trips_before_its_answer_and_two_after() {
     let proxy = Proxy::start(upstream()).await;
     let (db, client) = one_connection(&fx.reader, &fx.db, proxy.port).await;
     for marker in ["-- first", "-- second"] {
-        let sql = format!("SELECT id, owner, balance FROM accounts WHERE id = 42 {marker}");
-        let rows = query(&client, &sql).await;
+        let sql = format!("SELECT id, owner, balance FROM accounts WHERE id = ? {marker}");
+        let rows = client
+            .call("query", json!({ "sql": sql, "params": [42] }))
+            .await;
         assert_eq!(
             ok(&rows)["rows"],
             json!([[42, "owner 42", "63.00"]]),
@@ -83,29 +90,85 @@ async fn a_one_row_read_is_three_round_trips_before_its_answer_and_two_after() {
         );
         settled(&db).await;
     }
-    // The flights of the first read, up to the second's start: the limits, read-only and the XA
-    // start in one query; the statement prepared; executed; then, after the answer, the
-    // transaction ended and rolled back in one query; the session reset (which also drops the
+    // The first read, up to the second's start: one query that sets the limits, starts the
+    // read-only XA transaction, prepares and executes the statement and ends and rolls back the
+    // transaction; after the answer, the session reset (which also drops the variables and the
     // prepared statement).
-    let flights = proxy.flights_from("XA START");
+    let flights = proxy.flights_from(&hex("-- first"));
     let second = flights
         .iter()
-        .skip(1)
-        .position(|f| contains(f, b"XA START"))
-        .expect("the second read's start")
-        + 1;
+        .position(|f| contains(f, hex("-- second").as_bytes()))
+        .expect("the second read's query");
     let first: Vec<Vec<u8>> = flights[..second].iter().map(|f| commands(f)).collect();
     assert_eq!(
         first,
-        vec![vec![0x03], vec![0x16], vec![0x17], vec![0x03], vec![0x1f]],
+        vec![vec![0x03], vec![0x1f]],
         "the first read's packets, in flights"
     );
-    assert!(contains(&flights[0], b"SET TRANSACTION READ ONLY"));
-    assert!(contains(&flights[0], b"max_statement_time"));
-    assert!(contains(&flights[1], b"-- first"));
-    assert!(contains(&flights[3], b"XA ROLLBACK"));
+    let query = String::from_utf8_lossy(&flights[0][5..]).into_owned();
+    let order = [
+        "max_statement_time",
+        "sql_select_limit",
+        "@kelson_p1 = 42",
+        "SET TRANSACTION READ ONLY",
+        "XA START",
+        "PREPARE kelson_stmt FROM @kelson_sql",
+        "EXECUTE kelson_stmt USING @kelson_p1",
+        "XA END",
+        "XA ROLLBACK",
+    ];
+    let at: Vec<usize> = order
+        .iter()
+        .map(|part| {
+            query
+                .find(part)
+                .unwrap_or_else(|| panic!("{part} in {query}"))
+        })
+        .collect();
+    assert!(at.is_sorted(), "the statements' order: {query}");
+    // The user's text is never in the query as text.
+    assert!(!query.contains("accounts"), "{query}");
     // The second read costs the same.
-    assert_eq!(flights.len() - second, 5, "the second read's flights");
+    assert_eq!(flights.len() - second, 2, "the second read's flights");
+}
+
+/// A statement that fails leaves its transaction open, since the query stops at it: it is ended,
+/// rolled back and the session reset after the answer, and the next call finds a clean session.
+#[tokio::test]
+async fn a_failed_read_ends_its_transaction_before_the_next_call() {
+    if !support::mariadb() {
+        return;
+    }
+    let fx = MyFixture::new(ACCOUNTS).await;
+    let proxy = Proxy::start(upstream()).await;
+    let (db, client) = one_connection(&fx.reader, &fx.db, proxy.port).await;
+    for sql in [
+        "SELECT nope FROM accounts -- failed prepare",
+        "SELECT 1 + ? -- failed execute",
+        "INSERT INTO accounts VALUES (1000, 'x', 0) -- refused write",
+    ] {
+        let failed = query(&client, sql).await;
+        assert_eq!(failed["isError"], json!(true), "{sql}: {failed}");
+        settled(&db).await;
+        // A transaction still open would make this call's `XA START` fail.
+        let rows = query(&client, "SELECT COUNT(*) FROM accounts").await;
+        assert_eq!(ok(&rows)["rows"], json!([[100]]), "after {sql}: {rows}");
+        settled(&db).await;
+    }
+    // Each failure: the query, then the end and rollback, then the reset.
+    let flights = proxy.flights_from(&hex("-- failed prepare"));
+    let commands: Vec<Vec<u8>> = flights[..3].iter().map(|f| commands(f)).collect();
+    assert_eq!(commands, vec![vec![0x03], vec![0x03], vec![0x1f]]);
+    assert!(contains(&flights[1], b"XA ROLLBACK"));
+    // The placeholder count is told in words.
+    let count = query(&client, "SELECT ?, ?").await;
+    assert!(
+        count["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("2 parameter placeholder(s) (?) but 0 value(s)"),
+        "{count}"
+    );
 }
 
 /// Each kind of state a read can leave in its session, and how the next call looks for it.
@@ -146,6 +209,14 @@ async fn nothing_a_read_leaves_in_its_session_reaches_the_next_call() {
         assert_eq!(ok(&seen)["rows"], expected, "after {leave}: {seen}");
         settled(&db).await;
     }
+    // The adapter's own variables (a call's values) and prepared statement do not stay either.
+    let with_value = client
+        .call("query", json!({"sql": "SELECT ? + 0", "params": [7]}))
+        .await;
+    assert_eq!(ok(&with_value)["rows"], json!([[7]]), "{with_value}");
+    settled(&db).await;
+    let seen = query(&client, "SELECT @kelson_p1").await;
+    assert_eq!(ok(&seen)["rows"], json!([[null]]), "{seen}");
 }
 
 /// MariaDB marks no JSON column in a result: the adapter asks the catalog about a table with a
@@ -173,8 +244,10 @@ async fn a_text_columns_json_lookup_is_made_once_per_table_not_per_read() {
         1,
         "one catalog lookup for three reads"
     );
-    // The reads after the first cost what a read of a table without text costs: from the second
-    // read's prepare on, its prepare, execute, end and reset, then the third read's five.
-    let flights = proxy.flights_from("-- second");
-    assert_eq!(flights.len(), 4 + 5);
+    // The first read looks the table up after its rows came; the reads after it cost what a read
+    // of a table without text costs: the query and the reset.
+    let first = proxy.flights_from(&hex("-- first"));
+    assert!(contains(&first[1], b"CHECK_CONSTRAINTS"));
+    let flights = proxy.flights_from(&hex("-- second"));
+    assert_eq!(flights.len(), 2 + 2);
 }
