@@ -195,7 +195,9 @@ mod tools;
 mod value;
 
 pub use adapter::{DEFAULT_DATABASE, SqlAdapter};
-pub use config::{DatabaseConfig, Limits, MysqlConfig, PostgresConfig, SqliteConfig, SslMode};
+pub use config::{
+    DatabaseConfig, Limits, MysqlConfig, PostgresConfig, SqliteConfig, SslMode, default_connections,
+};
 pub use database::{Database, PoolStats, URI_SCHEME};
 pub use error::SqlError;
 pub use ledger::LEDGER_TABLE;
