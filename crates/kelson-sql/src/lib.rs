@@ -186,6 +186,8 @@ mod mysql;
 mod output;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod remote;
 mod sample;
 #[cfg(feature = "sqlite")]
 mod sqlite;

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::options::Prepared;
-use super::pool::GetError;
+use super::pool::{ConnectError, GetError};
 use crate::error::{ExecError, SqlError};
 
 /// Server error codes the engine tells apart.
@@ -48,14 +48,21 @@ pub(crate) fn setup_error(
     }
 }
 
-/// A failed connect, in words.
+/// A connection that was not lent, in words.
 pub(crate) fn get_error(error: &GetError, prepared: &Prepared) -> String {
     match error {
         GetError::Busy { connections } => {
             format!("all {connections} connections were busy")
         }
-        GetError::Connect(e) => describe(e, prepared),
-        GetError::ConnectTimeout(limit) => format!(
+        GetError::Connect(e) => connect_error(e, prepared),
+    }
+}
+
+/// A failed connect, in words.
+pub(crate) fn connect_error(error: &ConnectError, prepared: &Prepared) -> String {
+    match error {
+        ConnectError::Driver(e) => describe(e, prepared),
+        ConnectError::Timeout(limit) => format!(
             "no answer from {} within the connect timeout ({} s)",
             address(prepared),
             limit.as_secs_f64()

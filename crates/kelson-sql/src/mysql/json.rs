@@ -18,7 +18,7 @@ use mysql_async::{Column, Conn};
 use serde_json::Value;
 
 use super::options::Prepared;
-use super::pool::{self, GetError};
+use super::pool::{self, ConnectError};
 use super::types::{self, Kind};
 use super::{Flavor, catalog, errors};
 use crate::output::Rows;
@@ -130,8 +130,8 @@ impl Lookup {
                 Via::Conn(conn) => conn,
                 Via::Side(prepared) => {
                     side = pool::connect(prepared).await.map_err(|e| match e {
-                        GetError::Connect(e) => e,
-                        e => std::io::Error::other(errors::get_error(&e, prepared)).into(),
+                        ConnectError::Driver(e) => e,
+                        e => std::io::Error::other(errors::connect_error(&e, prepared)).into(),
                     })?;
                     &mut side
                 }

@@ -41,7 +41,7 @@ mod pool;
 mod types;
 
 use std::future::Future;
-use std::pin::{Pin, pin};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -53,17 +53,15 @@ use crate::config::{DatabaseConfig, Limits, MysqlConfig};
 use crate::engine::{CatalogEntry, Description};
 use crate::error::{ExecError, SqlError};
 use crate::output::Rows;
+use crate::remote::{self, STOP_WAIT};
 use crate::value::Param;
 use errors::classify;
 use json::JsonColumns;
-use options::Prepared;
-use pool::{GetError, MyConn, MyPool};
+use pool::{ConnectError, GetError, MyConn, MyPool};
 
 /// How long past the call's deadline the engine waits for the server's own time limit before it
 /// stops the statement itself.
 const GRACE: Duration = Duration::from_secs(1);
-/// How long a stopped statement may take to end before its connection is abandoned.
-const STOP_WAIT: Duration = Duration::from_secs(5);
 
 /// Which server answers: the two differ in the name and unit of the statement time limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,7 +151,7 @@ fn pool(url: &str, name: &str, config: &MysqlConfig) -> Result<MyPool, SqlError>
         database: name.to_owned(),
         reason,
     })?;
-    Ok(MyPool::new(prepared, config.connections))
+    Ok(MyPool::mysql(prepared, config.connections))
 }
 
 /// Connects one connection of `pool`, and refuses its account if it holds privileges that escape
@@ -163,7 +161,7 @@ async fn check(pool: &MyPool, database: &str, allow: bool) -> Result<Flavor, Sql
     let fail = |e| errors::setup_error(database, prepared, e);
     let mut conn = match pool.get(Duration::from_secs(60)).await {
         Ok(conn) => conn,
-        Err(GetError::Connect(e)) => return Err(fail(e)),
+        Err(GetError::Connect(ConnectError::Driver(e))) => return Err(fail(e)),
         Err(e) => {
             return Err(SqlError::Catalog {
                 database: database.to_owned(),
@@ -183,7 +181,7 @@ async fn check(pool: &MyPool, database: &str, allow: bool) -> Result<Flavor, Sql
     };
     let (account, privileges) = catalog::check_account(conn.conn()).await.map_err(fail)?;
     if conn.conn().reset().await.is_ok() {
-        conn.finish();
+        conn.finish().await;
     }
     if privileges.is_empty() {
         return Ok(flavor);
@@ -252,22 +250,14 @@ impl MyDb {
         F: for<'c> FnOnce(&'c mut Conn) -> Job<'c, T>,
     {
         let deadline = Instant::now() + limits.timeout;
-        let wait = limits.connection_wait.min(limits.timeout);
-        let mut conn: MyConn = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return Err(ExecError::Cancelled),
-            () = tokio::time::sleep_until(deadline.into()) => return Err(ExecError::Timeout(limits.timeout)),
-            conn = pool.get(wait) => conn.map_err(|e| match e {
-                GetError::Busy { connections } => ExecError::Busy { connections, waited: wait },
-                e => ExecError::Unavailable(errors::get_error(&e, pool.prepared())),
-            })?,
-        };
-        let id = conn.id();
+        let mut conn: MyConn = remote::acquire(pool, limits, cancel, deadline, |e| {
+            errors::connect_error(e, pool.prepared())
+        })
+        .await?;
+        let stopper = conn.stopper();
         conn.start();
-        let (out, stopped) = {
-            let work = job(conn.conn());
-            supervise(work, cancel, deadline + GRACE, pool.prepared(), id).await
-        };
+        let (out, stopped) =
+            remote::supervise(job(conn.conn()), cancel, deadline + GRACE, &stopper).await;
         match (out, stopped) {
             (Some((result, after)), None) => {
                 match after {
@@ -368,30 +358,6 @@ impl MyDb {
     }
 }
 
-/// Runs `work` until it finishes, the request is cancelled, or `backstop` passes; in the latter two
-/// cases stops the statement with `KILL QUERY` and waits a little for it to end. The second value
-/// is the error to report when the call was stopped.
-async fn supervise<T>(
-    work: impl Future<Output = T>,
-    cancel: &CancellationToken,
-    backstop: Instant,
-    prepared: &Prepared,
-    id: u32,
-) -> (Option<T>, Option<fn(Duration) -> ExecError>) {
-    let mut work = pin!(work);
-    let stopped: fn(Duration) -> ExecError = tokio::select! {
-        biased;
-        out = &mut work => return (Some(out), None),
-        () = cancel.cancelled() => |_| ExecError::Cancelled,
-        () = tokio::time::sleep_until(backstop.into()) => ExecError::Timeout,
-    };
-    if let Err(e) = pool::kill_query(prepared, id).await {
-        tracing::warn!(error = %e, "could not stop a MySQL statement");
-    }
-    let out = tokio::time::timeout(STOP_WAIT, &mut work).await.ok();
-    (out, Some(stopped))
-}
-
 /// Ends a call that left no result streaming: the connection is settled after the answer (its
 /// session reset), unless the failure left it unfit.
 fn finish<T>(result: Result<T, Failure>) -> Done<T> {
@@ -417,7 +383,7 @@ async fn settle(mut lent: MyConn, xid: Option<String>) {
         conn.reset().await
     };
     match tokio::time::timeout(STOP_WAIT, work).await {
-        Ok(Ok(true)) => lent.finish(),
+        Ok(Ok(true)) => lent.finish().await,
         Ok(Ok(false)) => lent.abandon(),
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "could not settle a MySQL session; closing it");

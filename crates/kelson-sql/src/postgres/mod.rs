@@ -17,7 +17,7 @@ mod wire;
 pub(crate) use tls::PgTls;
 
 use std::future::Future;
-use std::pin::{Pin, pin};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,16 +29,15 @@ use crate::config::{DatabaseConfig, Limits, PostgresConfig, SslMode};
 use crate::engine::{CatalogEntry, Description};
 use crate::error::{ExecError, SqlError};
 use crate::output::Rows;
+use crate::remote;
 use crate::value::Param;
 use catalog::{check_role, describe, tables};
-use pool::{GetError, PgConn, PgPool};
-use wire::{CancelKey, Wire, WireError};
+use pool::{PgConn, PgPool};
+use wire::{Wire, WireError};
 
 /// How long past the call's deadline the adapter waits for the server's own `statement_timeout`
 /// before it sends a cancel request itself.
 const GRACE: Duration = Duration::from_secs(2);
-/// How long a cancelled statement may take to stop before its connection is abandoned.
-const STOP_WAIT: Duration = Duration::from_secs(5);
 
 /// A failed call: what to tell the model, whether the connection is no longer fit for another
 /// call, and whether a read may run again on another connection.
@@ -147,7 +146,7 @@ pub(crate) fn prepare(
 
 fn pool(url: &str, name: &str, config: &PostgresConfig) -> Result<PgPool, SqlError> {
     let prepared = prepare(url, name, config.ssl_mode, config.ssl_root_cert.as_deref())?;
-    Ok(PgPool::new(
+    Ok(PgPool::postgres(
         prepared.config,
         prepared.tls,
         config.connections,
@@ -229,21 +228,14 @@ impl PgDb {
             fatal: false,
             retry: false,
         };
-        let wait = limits
-            .connection_wait
-            .min(deadline.saturating_duration_since(Instant::now()));
-        let mut conn: PgConn = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return Err(stop(ExecError::Cancelled)),
-            () = tokio::time::sleep_until(deadline.into()) => return Err(stop(ExecError::Timeout(limits.timeout))),
-            conn = pool.get(wait) => conn.map_err(|e| stop(match e {
-                GetError::Busy { connections } => ExecError::Busy { connections, waited: wait },
-                GetError::Connect(e) => ExecError::Unavailable(pool.describe(&e)),
-            }))?,
-        };
-        let key = conn.wire().cancel_key().clone();
+        let mut conn: PgConn =
+            remote::acquire(pool, limits, cancel, deadline, |e| pool.describe(e))
+                .await
+                .map_err(stop)?;
+        let key = conn.stopper();
         conn.start();
-        let (out, stopped) = supervise(job(conn.wire()), cancel, deadline + GRACE, &key).await;
+        let (out, stopped) =
+            remote::supervise(job(conn.wire()), cancel, deadline + GRACE, &key).await;
         match (out, stopped) {
             (Some((result, reusable)), None) => {
                 if reusable {
@@ -333,29 +325,6 @@ impl PgDb {
         })
         .await
     }
-}
-
-/// Runs `work` until it finishes, the request is cancelled, or `backstop` passes; in the latter two
-/// cases sends a cancel request and waits a little for the statement to stop. The second value is
-/// the error to report when the call was stopped.
-async fn supervise<T>(
-    work: impl Future<Output = T>,
-    cancel: &CancellationToken,
-    backstop: Instant,
-    key: &CancelKey,
-) -> (Option<T>, Option<fn(Duration) -> ExecError>) {
-    let mut work = pin!(work);
-    let stopped: fn(Duration) -> ExecError = tokio::select! {
-        biased;
-        out = &mut work => return (Some(out), None),
-        () = cancel.cancelled() => |_| ExecError::Cancelled,
-        () = tokio::time::sleep_until(backstop.into()) => ExecError::Timeout,
-    };
-    if let Err(e) = key.cancel().await {
-        tracing::warn!(error = %e, "could not send PostgreSQL a cancel request");
-    }
-    let out = tokio::time::timeout(STOP_WAIT, &mut work).await.ok();
-    (out, Some(stopped))
 }
 
 /// Turns a server or connection error into what the model is told.
