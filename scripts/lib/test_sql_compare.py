@@ -178,6 +178,28 @@ class MariaDbRows(unittest.TestCase):
         self.assertIn("| MariaDB | kelson serve | 2,000 | 0.50 / 0.90 | 4,000 | 0.50 / 0.90 | 4 |", text)
         self.assertIn("| MariaDB | the database alone (`mysqlslap`, same statement and connections) | 10,000 |  | 40,000 |  | |", text)
         self.assertIn("with 1 in flight 0.20x; with 16 in flight 0.10x", text)
+        self.assertNotIn("kelson serve's query", text)
+
+    def test_the_guarded_ceiling_and_its_share(self):
+        runs = {(sc.MARIADB, "if1"): [self.report(2000)], (sc.MARIADB, "if16"): [self.report(4000)]}
+        ceilings = {"if1": [{"throughput": 10000.0}], "if16": [{"throughput": 40000.0}]}
+        guarded = {"if1": [{"throughput": 5000.0}, {"throughput": 6000.0}, {"throughput": 4000.0}]}
+        text = "\n".join(sc.mariadb_rows(runs, ceilings, guarded))
+        self.assertIn("without the session reset) | 5,000 |  | n/a |  | |", text)
+        self.assertIn("kelson serve against the database alone sending kelson serve's query: "
+                      "with 1 in flight 0.40x.", text)
+
+    def test_the_guarded_query_is_what_kelson_sends(self):
+        q = sc.mariadb_guarded_query("SELECT 1;", 1500, 10)
+        parts = q.split("; ")
+        self.assertEqual(len(parts), 7)
+        self.assertIn("max_statement_time = 1.500", parts[0])
+        self.assertIn("lock_wait_timeout = 2", parts[0])
+        self.assertIn("sql_select_limit = 11", parts[0])
+        self.assertIn("@kelson_sql = CONVERT(X'53454c4543542031' USING utf8mb4)", parts[0])
+        self.assertEqual(parts[1:], ["SET TRANSACTION READ ONLY", "XA START 'kelson-ceiling'",
+                                     "PREPARE kelson_stmt FROM @kelson_sql", "EXECUTE kelson_stmt",
+                                     "XA END 'kelson-ceiling'", "XA ROLLBACK 'kelson-ceiling'"])
 
 
 class PgCeilings(unittest.TestCase):
