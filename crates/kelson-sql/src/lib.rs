@@ -32,7 +32,8 @@
 //!   statement), and is rolled back; `DISCARD ALL` then clears any session state it left. A role
 //!   that is a superuser or may touch server files or run programs is refused at connection time
 //!   (it could escape with `COPY ... TO PROGRAM`) unless explicitly allowed.
-//! - **MySQL and MariaDB**: the statement is sent only as a prepared statement (one statement),
+//! - **MySQL and MariaDB**: the statement is only ever prepared (one statement; it travels as a
+//!   hex literal in a variable, never as query text),
 //!   inside an XA transaction started read-only (`SET TRANSACTION READ ONLY; XA START`) that is
 //!   ended and rolled back; inside it, statements that would commit (`COMMIT`, DDL, `LOCK
 //!   TABLES`) are refused, which a plain `START TRANSACTION READ ONLY` does not do. The session is
