@@ -388,3 +388,207 @@ pub(crate) async fn supervise<T, S: Stopper>(
     let out = tokio::time::timeout(STOP_WAIT, &mut work).await.ok();
     (out, Some(stopped))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+
+    /// What the fake engine saw, shared by the test and the connector.
+    #[derive(Default)]
+    struct Seen {
+        opened: AtomicUsize,
+        stopped: Mutex<Vec<usize>>,
+        /// Connections the "server" closed while they were idle.
+        dead: Mutex<Vec<usize>>,
+    }
+
+    struct Fake(Arc<Seen>);
+
+    struct FakeConn {
+        id: usize,
+        unsent: bool,
+    }
+
+    #[derive(Clone)]
+    struct FakeStop(usize, Arc<Seen>);
+
+    impl Stopper for FakeStop {
+        const ENGINE: &'static str = "fake";
+
+        async fn stop(&self) -> Result<(), String> {
+            self.1.stopped.lock().unwrap().push(self.0);
+            Ok(())
+        }
+    }
+
+    impl Connector for Fake {
+        type Conn = FakeConn;
+        type Error = ();
+        type Stopper = FakeStop;
+
+        async fn connect(&self) -> Result<FakeConn, ()> {
+            let id = self.0.opened.fetch_add(1, Ordering::SeqCst) + 1;
+            Ok(FakeConn { id, unsent: false })
+        }
+
+        async fn ready(&self, conn: &mut FakeConn, _idle_for: Duration) -> bool {
+            !self.0.dead.lock().unwrap().contains(&conn.id)
+        }
+
+        fn stopper(&self, conn: &FakeConn) -> FakeStop {
+            FakeStop(conn.id, self.0.clone())
+        }
+
+        fn has_unsent(conn: &FakeConn) -> bool {
+            conn.unsent
+        }
+
+        async fn send_unsent(conn: &mut FakeConn) -> bool {
+            conn.unsent = false;
+            true
+        }
+    }
+
+    fn pool(size: usize) -> (Pool<Fake>, Arc<Seen>) {
+        let seen = Arc::new(Seen::default());
+        (Pool::new(Fake(seen.clone()), size), seen)
+    }
+
+    async fn lend(pool: &Pool<Fake>) -> Lent<Fake> {
+        match pool.get(Duration::from_secs(10)).await {
+            Ok(lent) => lent,
+            Err(_) => panic!("no connection lent"),
+        }
+    }
+
+    /// Polls `done` until it holds, for at most ten seconds.
+    async fn eventually(what: &str, done: impl Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !done() {
+            assert!(Instant::now() < deadline, "{what}: not within 10 s");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_connection_serves_again_only_after_its_call_finished_cleanly() {
+        let (pool, seen) = pool(2);
+        let mut first = lend(&pool).await;
+        assert_eq!(first.conn().id, 1);
+        first.finish().await;
+        drop(first);
+        // Given back clean: lent again, nothing new opened.
+        let abandoned = lend(&pool).await;
+        assert_eq!(seen.opened.load(Ordering::SeqCst), 1);
+        abandoned.abandon();
+        // Abandoned, or dropped without finishing: closed, and the next call opens another.
+        let mut next = lend(&pool).await;
+        assert_eq!(next.conn().id, 2);
+        drop(next);
+        let mut last = lend(&pool).await;
+        assert_eq!(last.conn().id, 3);
+        assert_eq!(pool.stats("read").in_use, 1);
+        drop(last);
+        assert_eq!(pool.stats("read").in_use, 0);
+    }
+
+    #[tokio::test]
+    async fn an_idle_connection_the_server_closed_is_replaced() {
+        let (pool, seen) = pool(1);
+        let mut lent = lend(&pool).await;
+        lent.finish().await;
+        drop(lent);
+        seen.dead.lock().unwrap().push(1);
+        let mut again = lend(&pool).await;
+        assert_eq!(again.conn().id, 2);
+    }
+
+    #[tokio::test]
+    async fn a_call_dropped_mid_statement_has_its_statement_stopped() {
+        let (pool, seen) = pool(1);
+        let mut lent = lend(&pool).await;
+        lent.start();
+        drop(lent);
+        eventually("the stop", || *seen.stopped.lock().unwrap() == [1]).await;
+        // Stopped and closed, never lent again.
+        let mut next = lend(&pool).await;
+        assert_eq!(next.conn().id, 2);
+        // A finished call's connection is not stopped.
+        next.start();
+        next.finish().await;
+        drop(next);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(*seen.stopped.lock().unwrap(), [1]);
+    }
+
+    #[tokio::test]
+    async fn a_full_pool_counts_the_waiting_call_and_answers_busy_after_the_wait() {
+        let (pool, _seen) = pool(1);
+        let held = lend(&pool).await;
+        let waiter = {
+            let pool = pool.clone();
+            tokio::spawn(async move { pool.get(Duration::from_millis(300)).await.err() })
+        };
+        eventually("one call waiting", || pool.stats("read").waiting == 1).await;
+        match waiter.await.unwrap() {
+            Some(GetError::Busy { connections }) => assert_eq!(connections, 1),
+            _ => panic!("expected busy"),
+        }
+        assert_eq!(pool.stats("read").waiting, 0);
+        drop(held);
+    }
+
+    #[tokio::test]
+    async fn unsent_work_is_written_at_once_unless_a_call_waits_and_swept_when_nobody_takes_it() {
+        let (pool, _seen) = pool(1);
+        // Nobody waits: what the call left is written when it finishes.
+        let mut lent = lend(&pool).await;
+        lent.conn().unsent = true;
+        lent.finish().await;
+        assert!(!lent.conn().unsent, "written at once");
+        drop(lent);
+
+        // A call waits: the work stays for it to carry.
+        let mut lent = lend(&pool).await;
+        let waiter = {
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                let mut next = pool.get(Duration::from_secs(10)).await.ok().unwrap();
+                let carried = next.conn().unsent;
+                next.conn().unsent = false;
+                next.finish().await;
+                carried
+            })
+        };
+        eventually("one call waiting", || pool.stats("read").waiting == 1).await;
+        lent.conn().unsent = true;
+        lent.finish().await;
+        assert!(lent.conn().unsent, "left for the waiting call");
+        drop(lent);
+        assert!(
+            waiter.await.unwrap(),
+            "the waiting call got the unsent work"
+        );
+
+        // The waiting call gives up after the connection was finished for it: nobody takes the
+        // connection, and the pool's sweep writes the work within its delay.
+        let mut lent = lend(&pool).await;
+        let waiter = {
+            let pool = pool.clone();
+            tokio::spawn(async move { pool.get(Duration::from_millis(300)).await.is_err() })
+        };
+        eventually("one call waiting", || pool.stats("read").waiting == 1).await;
+        lent.conn().unsent = true;
+        lent.finish().await;
+        assert!(lent.conn().unsent, "left for the waiting call");
+        assert!(waiter.await.unwrap(), "the waiting call gave up");
+        drop(lent);
+        let shared = pool.shared.clone();
+        eventually("the sweep", || !shared.has_unsent_idle()).await;
+        let mut last = lend(&pool).await;
+        assert!(!last.conn().unsent, "written by the sweep");
+        assert_eq!(last.conn().id, 1, "the same connection throughout");
+    }
+}
