@@ -182,18 +182,16 @@ impl<C: Connector> Lent<C> {
             .expect("a lent connection holds its client")
     }
 
-    /// What stops this connection's statement from outside.
-    pub(crate) fn stopper(&self) -> C::Stopper {
+    /// Marks a statement as running, so that dropping the call stops it on the server, and
+    /// returns what stops it, for the call's own supervision.
+    pub(crate) fn start(&mut self) -> C::Stopper {
         let conn = self
             .conn
             .as_ref()
             .expect("a lent connection holds its client");
-        self.shared.connector.stopper(conn)
-    }
-
-    /// Marks a statement as running, so that dropping the call stops it on the server.
-    pub(crate) fn start(&mut self) {
-        self.busy = Some(self.stopper());
+        let stopper = self.shared.connector.stopper(conn);
+        self.busy = Some(stopper.clone());
+        stopper
     }
 
     /// Gives the connection up: it closes instead of rejoining the pool, and nothing more is sent
@@ -509,14 +507,14 @@ mod tests {
     async fn a_call_dropped_mid_statement_has_its_statement_stopped() {
         let (pool, seen) = pool(1);
         let mut lent = lend(&pool).await;
-        lent.start();
+        let _ = lent.start();
         drop(lent);
         eventually("the stop", || *seen.stopped.lock().unwrap() == [1]).await;
         // Stopped and closed, never lent again.
         let mut next = lend(&pool).await;
         assert_eq!(next.conn().id, 2);
         // A finished call's connection is not stopped.
-        next.start();
+        let _ = next.start();
         next.finish().await;
         drop(next);
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -22,6 +22,7 @@
 //! The answers come in the text protocol, so values arrive as the server writes them (see
 //! [`super::types`]).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mysql_async::prelude::Queryable as _;
@@ -45,14 +46,20 @@ pub(super) struct Script {
     before: usize,
 }
 
+/// Appends `bytes` to `out` in lowercase hex.
+pub(super) fn push_hex(out: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+}
+
 /// `s` as a string literal that nothing in `s` can end: its UTF-8 bytes in hex.
 fn text_literal(s: &str) -> String {
     let mut out = String::with_capacity(s.len() * 2 + 28);
     out.push_str("CONVERT(X'");
-    for b in s.bytes() {
-        out.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
-        out.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
-    }
+    push_hex(&mut out, s.as_bytes());
     out.push_str("' USING utf8mb4)");
     out
 }
@@ -346,18 +353,21 @@ pub(super) async fn write_call(
             Err(user_failure(conn, flavor, error, sql, params.len(), limit).await)
         }
         Ok(result) => match write_rows(result, flavor, known, limits).await {
-            Ok((columns, collector, affected)) => match super::out_of_time(started, limit) {
-                Ok(()) => json::lookup(flavor, known, &columns)
-                    .finish(Via::Conn(&mut *conn), known, &columns, collector)
-                    .await
-                    .map(|rows| Rows {
+            Err(f) => Err(f),
+            Ok((columns, lookup, collector, affected)) => {
+                async {
+                    super::out_of_time(started, limit)?;
+                    let rows = lookup
+                        .finish(Via::Conn(&mut *conn), known, &columns, collector)
+                        .await
+                        .map_err(fail)?;
+                    Ok(Rows {
                         rows_affected: Some(affected),
                         ..rows
                     })
-                    .map_err(fail),
-                Err(f) => Err(f),
-            },
-            Err(f) => Err(f),
+                }
+                .await
+            }
         },
     };
     let result = match result {
@@ -375,13 +385,14 @@ pub(super) async fn write_call(
     super::finish(result)
 }
 
-/// The user's write's result: its columns, the rows kept and how many rows it changed.
+/// The user's write's result: its columns, their JSON lookup, the rows kept and how many rows it
+/// changed.
 async fn write_rows(
     mut result: QueryResult<'_, 'static, TextProtocol>,
     flavor: Flavor,
     known: &JsonColumns,
     limits: Limits,
-) -> Result<(std::sync::Arc<[mysql_async::Column]>, Collector, u64), Failure> {
+) -> Result<(Arc<[mysql_async::Column]>, json::Lookup, Collector, u64), Failure> {
     let fail = |e: mysql_async::Error| Failure::my(&e, limits.timeout, flavor);
     let columns = result.columns().unwrap_or_else(|| Vec::new().into());
     let lookup = json::lookup(flavor, known, &columns);
@@ -414,7 +425,7 @@ async fn write_rows(
     };
     // Further result sets (a procedure's) are read and dropped.
     result.drop_result().await.map_err(fail)?;
-    Ok((columns, collector, affected))
+    Ok((columns, lookup, collector, affected))
 }
 
 #[cfg(test)]

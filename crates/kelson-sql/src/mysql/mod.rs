@@ -254,8 +254,7 @@ impl MyDb {
             errors::connect_error(e, pool.prepared())
         })
         .await?;
-        let stopper = conn.stopper();
-        conn.start();
+        let stopper = conn.start();
         let (out, stopped) =
             remote::supervise(job(conn.conn()), cancel, deadline + GRACE, &stopper).await;
         match (out, stopped) {
@@ -293,7 +292,7 @@ impl MyDb {
         cancel: &CancellationToken,
     ) -> Result<Rows, ExecError> {
         let (flavor, json) = (self.flavor, self.json.clone());
-        let prepared = self.reader.prepared().clone();
+        let prepared = self.reader.shared_prepared();
         self.run(&self.reader, limits, cancel, move |conn| {
             Box::pin(async move {
                 let call = (sql.as_str(), params.as_slice());
@@ -413,5 +412,7 @@ fn out_of_time(started: Instant, limit: Duration) -> Result<(), Failure> {
 fn random_hex() -> String {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).expect("the system's random source");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    let mut hex = String::with_capacity(32);
+    calls::push_hex(&mut hex, &bytes);
+    hex
 }

@@ -108,4 +108,9 @@ impl Pool<MyConnector> {
     pub(crate) fn prepared(&self) -> &Prepared {
         &self.connector().prepared
     }
+
+    /// The same, for a call's job, which outlives any borrow of the pool.
+    pub(crate) fn shared_prepared(&self) -> Arc<Prepared> {
+        self.connector().prepared.clone()
+    }
 }

@@ -232,8 +232,7 @@ impl PgDb {
             remote::acquire(pool, limits, cancel, deadline, |e| pool.describe(e))
                 .await
                 .map_err(stop)?;
-        let key = conn.stopper();
-        conn.start();
+        let key = conn.start();
         let (out, stopped) =
             remote::supervise(job(conn.wire()), cancel, deadline + GRACE, &key).await;
         match (out, stopped) {
