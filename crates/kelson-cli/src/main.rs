@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod client;
 mod flags;
+mod gateway;
 mod logging;
 #[cfg(feature = "otel")]
 mod otel;
@@ -38,6 +39,9 @@ struct Cli {
 enum Command {
     /// Run an MCP server.
     Serve(Box<serve::ServeArgs>),
+    /// Serve many MCP servers behind one endpoint, with one policy, pinned tool definitions and
+    /// an audit log.
+    Gateway(Box<gateway::GatewayArgs>),
     /// Load-test an MCP server and report throughput and latency.
     Bench(bench::BenchArgs),
     #[command(flatten)]
@@ -75,7 +79,7 @@ fn main() -> ExitCode {
     // show warnings only, unless KELSON_LOG says otherwise. `kelson serve` sets up its own once it has
     // read its settings (the log format may come from its configuration file).
     match cli.command {
-        Command::Serve(_) | Command::Completions { .. } => {}
+        Command::Serve(_) | Command::Gateway(_) | Command::Completions { .. } => {}
         Command::Bench(_) | Command::Client(_) => logging::init("warn", logging::LogFormat::Text),
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -91,6 +95,13 @@ fn main() -> ExitCode {
     let code = runtime.block_on(async {
         match cli.command {
             Command::Serve(args) => match serve::run(*args).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(e.exit_code())
+                }
+            },
+            Command::Gateway(args) => match gateway::run(*args).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("error: {e}");

@@ -36,9 +36,14 @@ pub(super) async fn run(
         Some(path) => format!("{} and the flags", path.display()),
         None => "the flags".to_owned(),
     };
+    let command = if settings.gateway.is_some() {
+        "kelson gateway check"
+    } else {
+        "kelson serve --check"
+    };
     let _ = writeln!(
         out,
-        "kelson serve --check: the settings ({from}) and what they name are good; nothing was started"
+        "{command}: the settings ({from}) and what they name are good; nothing was started"
     );
     if settings.stdio {
         let _ = writeln!(out, "listener:  stdio (newline-delimited JSON-RPC)");
@@ -137,6 +142,19 @@ pub(super) async fn run(
     let tools: Vec<String> = served.server.tools().into_iter().map(|t| t.name).collect();
     if !tools.is_empty() {
         let _ = writeln!(out, "tools:     {}", tools.join(", "));
+    }
+    if let Some(gateway) = &settings.gateway {
+        let (report, unreachable) = crate::gateway::report(gateway)
+            .await
+            .map_err(|e| Failure::Usage(in_file(e)))?;
+        out.push_str(&report);
+        print!("{out}");
+        if unreachable > 0 {
+            return Err(Failure::Unavailable(anyhow::anyhow!(
+                "{unreachable} upstream(s) could not be reached (see above)"
+            )));
+        }
+        return Ok(());
     }
     print!("{out}");
     Ok(())

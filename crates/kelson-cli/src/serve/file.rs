@@ -40,6 +40,13 @@ pub(crate) struct FileConfig {
     pub observability: ObservabilitySection,
     #[serde(default)]
     pub auth: super::auth::AuthSection,
+    /// `[[upstream]]`: the servers behind `kelson gateway`.
+    #[serde(default)]
+    pub upstream: Vec<kelson_gateway::UpstreamConfig>,
+    /// `[policy]`: what `kelson gateway` exposes, and how.
+    pub policy: Option<kelson_gateway::PolicyConfig>,
+    /// `[audit]`: the audit log of `kelson gateway`.
+    pub audit: Option<kelson_gateway::AuditConfig>,
 }
 
 /// `[server]`: identity, instructions, the `requestState` key.

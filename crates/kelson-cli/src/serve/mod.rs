@@ -312,6 +312,73 @@ pub(crate) struct ServeArgs {
 
     #[command(flatten)]
     auth: auth::AuthArgs,
+
+    /// Set by `kelson gateway`, which serves the upstreams of its configuration file instead of
+    /// databases and roots.
+    #[arg(skip)]
+    pub(crate) gateway: bool,
+}
+
+impl ServeArgs {
+    /// The configuration file given, if any.
+    pub(crate) fn config_path(&self) -> Option<&std::path::Path> {
+        self.config.as_deref()
+    }
+
+    /// The settings of `--check --config FILE [--data-dir DIR]` and nothing else.
+    pub(crate) fn for_check(config: PathBuf, data_dir: Option<PathBuf>) -> ServeArgs {
+        #[derive(clap::Parser)]
+        struct Only {
+            #[command(flatten)]
+            serve: ServeArgs,
+        }
+        let mut argv: Vec<std::ffi::OsString> = vec![
+            "kelson".into(),
+            "--check".into(),
+            "--config".into(),
+            config.into(),
+        ];
+        if let Some(dir) = data_dir {
+            argv.push("--data-dir".into());
+            argv.push(dir.into());
+        }
+        <Only as clap::Parser>::parse_from(argv).serve
+    }
+}
+
+/// The gateway's configuration as `kelson gateway` reads it from its flags and file.
+pub(crate) fn gateway_config(args: &ServeArgs) -> Result<kelson_gateway::GatewayConfig, Failure> {
+    let (settings, _) = read_settings(args)?;
+    settings
+        .gateway
+        .ok_or_else(|| Failure::Usage(anyhow!("no gateway configuration")))
+}
+
+/// The settings of the flags and the configuration file, and the file's text (to find the line
+/// of a key that a later check refuses).
+fn read_settings(args: &ServeArgs) -> Result<(Settings, String), Failure> {
+    let (file, text) = match args
+        .config
+        .as_deref()
+        .map(load_file)
+        .transpose()
+        .map_err(Failure::Usage)?
+    {
+        Some((file, text)) => (Some(file), text),
+        None => (None, String::new()),
+    };
+    let env = |name: &str| std::env::var_os(name);
+    let settings = settings::resolve(args, file, &env)
+        .map_err(|e| Failure::Usage(about_file(args, &text, e)))?;
+    Ok((settings, text))
+}
+
+/// An error, with the file's name and the key's line when it is about a key of the file.
+fn about_file(args: &ServeArgs, text: &str, e: String) -> anyhow::Error {
+    match &args.config {
+        Some(path) if from_file(&e) => anyhow!(in_file_error(path, text, &e)),
+        _ => anyhow!(e),
+    }
 }
 
 /// The endpoint's settings: its path, body limit, Host/Origin policy, handshake-era sessions and
@@ -488,29 +555,19 @@ fn from_file(error: &str) -> bool {
         "roots[",
         "files.",
         "auth.",
+        "upstream[",
+        "upstream:",
+        "policy.",
+        "audit.",
     ]
     .iter()
     .any(|section| error.starts_with(section))
 }
 
 pub(crate) async fn run(args: ServeArgs) -> Result<(), Failure> {
-    let (file, text) = match args
-        .config
-        .as_deref()
-        .map(load_file)
-        .transpose()
-        .map_err(Failure::Usage)?
-    {
-        Some((file, text)) => (Some(file), text),
-        None => (None, String::new()),
-    };
-    let env = |name: &str| std::env::var_os(name);
+    let (settings, text) = read_settings(&args)?;
     // An error about a key of the file names the file too, and the key's line.
-    let in_file = |e: String| match &args.config {
-        Some(path) if from_file(&e) => anyhow!(in_file_error(path, &text, &e)),
-        _ => anyhow!(e),
-    };
-    let settings = settings::resolve(&args, file, &env).map_err(|e| Failure::Usage(in_file(e)))?;
+    let in_file = |e: String| about_file(&args, &text, e);
     if args.check {
         // The report is the output; logs only say what is wrong.
         logging::init("warn", settings.observability.log_format);

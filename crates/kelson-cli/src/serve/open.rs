@@ -22,6 +22,8 @@ pub(crate) struct Served {
     pub databases: Vec<Database>,
     /// The broker relaying change notifications between instances, if there is one.
     pub broker: Option<kelson_broker::Broker>,
+    /// `kelson gateway`: the upstreams behind the server.
+    pub gateway: Option<kelson_gateway::Gateway>,
     /// Keeps file change notifications flowing; dropping it stops the watcher.
     _watcher: Option<FsWatcher>,
 }
@@ -143,6 +145,18 @@ pub(crate) async fn open(settings: &Settings, mode: Mode) -> anyhow::Result<Serv
         Some(adapter)
     };
 
+    // A check opens no file: the gateway (its pin file and audit log) is set up to serve only;
+    // `kelson gateway check` looks at the upstreams on its own.
+    let gateway = match mode {
+        Mode::Serve => settings
+            .gateway
+            .clone()
+            .map(kelson_gateway::Gateway::new)
+            .transpose()
+            .map_err(|e| anyhow::Error::new(Misconfigured(e.to_string())))?,
+        Mode::Check => None,
+    };
+
     let version = env!("CARGO_PKG_VERSION");
     let mut builder = Server::builder(&settings.server.name, version)
         .info(Implementation::new(&settings.server.name, version).with_title(&settings.server.name))
@@ -199,6 +213,9 @@ pub(crate) async fn open(settings: &Settings, mode: Mode) -> anyhow::Result<Serv
     if let Some(files) = &files {
         builder = files.register(builder);
     }
+    if let Some(gateway) = &gateway {
+        builder = gateway.prepare(builder);
+    }
     let broker = match &settings.server.broker {
         Some(b) => {
             let broker = kelson_broker::Broker::new(&b.url, &b.channel)
@@ -220,8 +237,22 @@ pub(crate) async fn open(settings: &Settings, mode: Mode) -> anyhow::Result<Serv
                 .map(|sql| sql.databases().to_vec())
                 .unwrap_or_default(),
             broker,
+            gateway,
             _watcher: None,
         });
+    }
+    if let Some(gateway) = &gateway {
+        gateway.start(&server).await;
+        let tools = gateway.tools();
+        for (name, state) in gateway.upstreams() {
+            let count = tools.iter().filter(|(_, u)| *u == name).count();
+            match state {
+                kelson_gateway::State::Ready { version } => {
+                    tracing::info!("upstream {name}: {count} tools served ({version})");
+                }
+                other => tracing::warn!("upstream {name}: not connected yet: {other:?}"),
+            }
+        }
     }
     if let Some(broker) = &broker {
         if let Some(sql) = &sql {
@@ -258,6 +289,7 @@ pub(crate) async fn open(settings: &Settings, mode: Mode) -> anyhow::Result<Serv
             .map(|sql| sql.databases().to_vec())
             .unwrap_or_default(),
         broker,
+        gateway,
         _watcher: watcher,
     })
 }

@@ -77,7 +77,11 @@ pub(super) async fn http(
     let metrics = metrics_service(settings, &served, metrics)?;
     let mut config = http_config(settings);
     let limits = listener_config(settings);
-    let health = readiness(&served.databases, served.broker.as_ref());
+    let health = readiness(
+        &served.databases,
+        served.broker.as_ref(),
+        served.gateway.as_ref(),
+    );
     config.health = Some(health.clone());
     let local = listener
         .local_addr()
@@ -197,9 +201,15 @@ fn metrics_service(
     Ok(Some((listener, service, local)))
 }
 
-/// Liveness, and readiness that needs every database to answer `SELECT 1` (within 2 s)
-/// and the broker, if there is one, to be connected.
-fn readiness(databases: &[kelson_sql::Database], broker: Option<&kelson_broker::Broker>) -> Health {
+/// Liveness, and readiness that needs every database to answer `SELECT 1` (within 2 s), the
+/// broker, if there is one, to be connected, and a gateway to have at least one upstream
+/// connected: one vendor's server being down must not take the others' tools off the load
+/// balancer, so an upstream that is down is named in the answer without failing it alone.
+fn readiness(
+    databases: &[kelson_sql::Database],
+    broker: Option<&kelson_broker::Broker>,
+    gateway: Option<&kelson_gateway::Gateway>,
+) -> Health {
     const PING: std::time::Duration = std::time::Duration::from_secs(2);
     let mut health = Health::new().timeout(PING + std::time::Duration::from_millis(500));
     for db in databases {
@@ -221,6 +231,31 @@ fn readiness(databases: &[kelson_sql::Database], broker: Option<&kelson_broker::
                     (false, Some(why)) => Err(format!("not connected to {describe}: {why}")),
                     (false, None) => Err(format!("not connected to {describe}")),
                 }
+            }
+        });
+    }
+    if let Some(gateway) = gateway {
+        let gateway = gateway.clone();
+        health = health.check("upstreams", move || {
+            let states = gateway.upstreams();
+            async move {
+                let ready = states
+                    .iter()
+                    .filter(|(_, s)| matches!(s, kelson_gateway::State::Ready { .. }))
+                    .count();
+                if ready > 0 {
+                    return Ok(());
+                }
+                let named: Vec<String> = states
+                    .iter()
+                    .map(|(name, state)| match state {
+                        kelson_gateway::State::Down { reason } => {
+                            format!("{name}: down ({reason})")
+                        }
+                        _ => format!("{name}: connecting"),
+                    })
+                    .collect();
+                Err(format!("no upstream connected: {}", named.join("; ")))
             }
         });
     }

@@ -56,6 +56,46 @@ impl Server {
         .is_ok()
     }
 
+    /// Replaces a set of tools in one change: the tools named in `remove` go, those in `add` come
+    /// (a name in both is replaced), and listeners are told once. This is how a server that mirrors
+    /// another (a gateway refreshing an upstream's list) swaps one list for the next without a
+    /// notification per tool or a moment where half of it is served.
+    ///
+    /// A definition that does not build (a schema that does not compile, say), or that takes a
+    /// name another tool kept has, is left out and returned with its error; the rest apply.
+    /// Nothing is announced when nothing changed.
+    pub fn change_tools(
+        &self,
+        remove: &[String],
+        add: Vec<(ToolDef, Arc<dyn ToolHandler>)>,
+    ) -> Vec<(String, BuildError)> {
+        let mut refused = Vec::new();
+        let mut entries = Vec::with_capacity(add.len());
+        for (def, handler) in add {
+            let name = def.name().to_owned();
+            match ToolEntry::from_def(def, handler) {
+                Ok(entry) => entries.push(entry),
+                Err(e) => refused.push((name, e)),
+            }
+        }
+        if remove.is_empty() && entries.is_empty() {
+            return refused;
+        }
+        let _ = self.update(HubEvent::ToolsChanged, |r| {
+            for name in remove {
+                r.tools.remove(name);
+            }
+            for entry in entries {
+                let name = entry.def().name.clone();
+                if let Err(e) = r.add_tool(entry) {
+                    refused.push((name, e));
+                }
+            }
+            Ok::<(), ()>(())
+        });
+        refused
+    }
+
     /// Registers a resource at run time and tells listeners that the resource list changed.
     pub fn add_resource<F: ResourceFn<M>, M: 'static>(
         &self,

@@ -78,6 +78,8 @@ pub(crate) struct Settings {
     pub observability: Observability,
     /// OAuth authorization of the HTTP endpoint, when an issuer is configured.
     pub auth: Option<super::auth::AuthSettings>,
+    /// `kelson gateway`: the upstreams, policy and audit log served instead of databases and roots.
+    pub gateway: Option<kelson_gateway::GatewayConfig>,
     /// Settings that were given but do not apply, to say so once logging is set up.
     pub notes: Vec<String>,
 }
@@ -215,7 +217,11 @@ pub(crate) fn resolve(
         }
     };
 
-    let sample = databases::sample(args, &file, &databases, base_limits, &data_dir)?;
+    let gateway = gateway(args, &file, &base, &data_dir)?;
+    let sample = match gateway {
+        Some(_) => None,
+        None => databases::sample(args, &file, &databases, base_limits, &data_dir)?,
+    };
 
     // Used write approvals outlive a restart (the state key may be read from a file, so a sealed
     // approval would be accepted again), unless the shared ledger records them.
@@ -242,7 +248,10 @@ pub(crate) fn resolve(
         ));
     }
 
-    if sample.is_none() && databases.is_empty() && roots.is_empty() {
+    if gateway.is_some() && !roots.is_empty() {
+        return Err(ADAPTERS_IN_GATEWAY.replace("{what}", "roots"));
+    }
+    if gateway.is_none() && sample.is_none() && databases.is_empty() && roots.is_empty() {
         return Err(
             "nothing to serve: no database (--db or [databases]), no root (--root or [[roots]]), and the sample database is off"
                 .to_owned(),
@@ -298,8 +307,59 @@ pub(crate) fn resolve(
         fs_limits,
         observability,
         auth,
+        gateway,
         notes,
     })
+}
+
+/// Why `kelson gateway` refuses databases and roots of its own.
+const ADAPTERS_IN_GATEWAY: &str = "{what}: kelson gateway serves the upstreams of its \
+configuration file; run `kelson serve` with these {what} as an upstream (command = [\"kelson\", \
+\"serve\", \"--stdio\", ...])";
+
+/// The gateway's part of the settings: its upstreams, policy and audit log, for `kelson gateway`;
+/// for `kelson serve`, a refusal of the gateway's sections.
+fn gateway(
+    args: &ServeArgs,
+    file: &FileConfig,
+    base: &Option<PathBuf>,
+    data_dir: &dyn Fn() -> Result<PathBuf, String>,
+) -> Result<Option<kelson_gateway::GatewayConfig>, String> {
+    if !args.gateway {
+        let key = if !file.upstream.is_empty() {
+            Some("upstream")
+        } else if file.policy.is_some() {
+            Some("policy")
+        } else if file.audit.is_some() {
+            Some("audit")
+        } else {
+            None
+        };
+        return match key {
+            Some(key) => Err(format!(
+                "{key}: a section of `kelson gateway`'s configuration; run kelson gateway --config FILE"
+            )),
+            None => Ok(None),
+        };
+    }
+    if !args.dbs.is_empty() || !file.databases.is_empty() {
+        return Err(ADAPTERS_IN_GATEWAY.replace("{what}", "databases"));
+    }
+    if args.sample || file.sample.enabled == Some(true) {
+        return Err(ADAPTERS_IN_GATEWAY.replace("{what}", "sample"));
+    }
+    if args.allow_write {
+        return Err("--allow-write: the gateway runs no SQL of its own; set it on the kelson serve behind it".to_owned());
+    }
+    let data_dir = data_dir()?;
+    let mut config = kelson_gateway::GatewayConfig::new(file.upstream.clone(), data_dir);
+    config.policy = file.policy.clone().unwrap_or_default();
+    config.audit = file.audit.clone().unwrap_or_default();
+    if let Some(base) = base {
+        config.base = base.clone();
+    }
+    kelson_gateway::config::check_upstreams(&config.upstreams).map_err(|e| e.to_string())?;
+    Ok(Some(config))
 }
 
 /// Space-separated scopes as written at `key`, every one of which a caller needs; `""` needs

@@ -43,11 +43,13 @@ pub(super) fn resolve(
     in_file: &dyn Fn(&Path) -> PathBuf,
 ) -> Result<Server, String> {
     // Identity and the state key.
-    let name = file
-        .server
-        .name
-        .clone()
-        .unwrap_or_else(|| DEFAULT_NAME.to_owned());
+    let name = file.server.name.clone().unwrap_or_else(|| {
+        if args.gateway {
+            "kelson-gateway".to_owned()
+        } else {
+            DEFAULT_NAME.to_owned()
+        }
+    });
     if name.trim().is_empty() {
         return Err("server.name: must not be empty".to_owned());
     }

@@ -11,6 +11,7 @@ mod connections;
 mod eras;
 mod faults;
 mod files;
+mod gateway;
 mod host_policy;
 mod https;
 mod limits;

@@ -113,6 +113,13 @@ impl Serve {
         Self::spawn(command, data_dir)
     }
 
+    /// A prepared `kelson serve` or `kelson gateway` command, started with
+    /// `KELSON_DATA_DIR=data_dir`; returns once it listens.
+    #[track_caller]
+    pub fn spawn_command(command: Command, data_dir: &Path) -> Serve {
+        Self::spawn(command, data_dir)
+    }
+
     #[track_caller]
     fn spawn(mut command: Command, data_dir: &Path) -> Serve {
         let mut child = command

@@ -1,0 +1,195 @@
+//! `kelson gateway` as an operator runs it: the real binary in front of two real upstreams, a
+//! `kelson serve --stdio` it starts itself and a `kelson serve` over HTTP, driven by the `kelson`
+//! client commands.
+
+use std::path::Path;
+
+use crate::harness::{mcp_env, mcp_path};
+use crate::serve::support::{Serve, TempDir};
+
+/// A configuration with the stdio upstream `local` and the HTTP upstream `remote` at `url`.
+fn config(dir: &TempDir, url: &str, extra: &str) -> std::path::PathBuf {
+    let path = dir.join("gateway.toml");
+    let text = format!(
+        r#"
+[[upstream]]
+name = "local"
+command = ["{kelson}", "serve", "--stdio", "--data-dir", "{data}"]
+
+[[upstream]]
+name = "remote"
+url = "{url}"
+timeout = "20s"
+headers = {{ Authorization = {{ env = "KELSON_GW_REMOTE_TOKEN" }} }}
+{extra}
+"#,
+        kelson = mcp_path(),
+        data = dir.join("local-data").display(),
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn gateway_in(dir: &Path, args: &[&str]) -> crate::harness::Run {
+    mcp_env(
+        args,
+        "",
+        &[
+            ("KELSON_DATA_DIR", dir.as_os_str()),
+            ("KELSON_GW_REMOTE_TOKEN", "Bearer unused".as_ref()),
+        ],
+    )
+}
+
+#[test]
+fn a_gateway_serves_a_stdio_and_an_http_upstream_and_audits_each_call() {
+    let dir = TempDir::new();
+    let remote = Serve::start(&dir.join("remote-data"), &[]);
+    let file = config(&dir, &remote.url, "[policy]\ndeny = [\"*_execute\"]\n");
+    let file = file.to_str().unwrap();
+
+    // `check` connects to both and says what would be served, writing nothing.
+    let check = gateway_in(
+        &dir.join("gw-data"),
+        &["gateway", "check", "--config", file],
+    );
+    check.expect_code(0);
+    assert!(
+        check.stdout.contains("upstream local:") && check.stdout.contains("local_query"),
+        "{}",
+        check.stdout
+    );
+    assert!(check.stdout.contains("upstream remote:") && check.stdout.contains("remote_query"));
+    assert!(
+        !dir.join("gw-data").join("pins.json").exists(),
+        "check writes nothing"
+    );
+
+    let mut env_command =
+        crate::harness::command(&["gateway", "--http", "127.0.0.1:0", "--config", file]);
+    env_command.env("KELSON_GW_REMOTE_TOKEN", "Bearer unused");
+    let gateway = Serve::spawn_command(env_command, &dir.join("gw-data"));
+    let tools = gateway.run(&["tools", "--json"], "");
+    tools.expect_code(0);
+    let names: Vec<String> = tools.json()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(names.contains(&"local_query".to_owned()), "{names:?}");
+    assert!(names.contains(&"remote_query".to_owned()), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.ends_with("_execute")),
+        "denied: {names:?}"
+    );
+    for tool in ["local_query", "remote_query"] {
+        let run = gateway.run(
+            &[
+                "call",
+                tool,
+                "--arg",
+                "sql=SELECT 40 + 2 AS answer",
+                "--json",
+            ],
+            "",
+        );
+        run.expect_code(0);
+        assert_eq!(
+            run.json()["structuredContent"]["rows"][0][0],
+            42,
+            "{}",
+            run.stdout
+        );
+    }
+    // Through the handshake era too.
+    let run = gateway.run(
+        &[
+            "call",
+            "remote_query",
+            "--era",
+            "legacy",
+            "--arg",
+            "sql=SELECT 1 AS one",
+            "--json",
+        ],
+        "",
+    );
+    run.expect_code(0);
+
+    let audit = std::fs::read_to_string(dir.join("gw-data").join("audit.jsonl")).unwrap();
+    assert_eq!(audit.lines().count(), 3, "{audit}");
+    assert!(audit.contains(r#""tool":"local_query""#) && audit.contains(r#""outcome":"ok""#));
+    assert!(
+        !audit.contains("SELECT"),
+        "arguments are not recorded by default"
+    );
+
+    // Nothing is pending: what was seen first is pinned.
+    let list = gateway_in(
+        &dir.join("gw-data"),
+        &["gateway", "pin", "--list", "--config", file],
+    );
+    list.expect_code(0);
+    assert!(list.stdout.contains("no pending change"), "{}", list.stdout);
+    assert!(
+        gateway.log().contains("upstream local: "),
+        "{}",
+        gateway.log()
+    );
+}
+
+#[test]
+fn a_gateway_refuses_what_belongs_to_serve_and_a_file_without_upstreams() {
+    let dir = TempDir::new();
+    let empty = dir.join("empty.toml");
+    std::fs::write(&empty, "[policy]\nread_only = true\n").unwrap();
+    let run = gateway_in(
+        dir.path(),
+        &["gateway", "--config", empty.to_str().unwrap()],
+    );
+    run.expect_code(4);
+    assert!(run.stderr.contains("no upstream"), "{}", run.stderr);
+
+    let run = gateway_in(dir.path(), &["gateway"]);
+    run.expect_code(4);
+    assert!(run.stderr.contains("--config"), "{}", run.stderr);
+
+    let file = config(&dir, "http://127.0.0.1:9/mcp", "");
+    let run = gateway_in(
+        dir.path(),
+        &[
+            "gateway",
+            "--config",
+            file.to_str().unwrap(),
+            "--db",
+            "x.db",
+        ],
+    );
+    run.expect_code(4);
+    assert!(run.stderr.contains("kelson serve"), "{}", run.stderr);
+
+    // A misspelt key names the file, the key and its line.
+    let typo = dir.join("typo.toml");
+    std::fs::write(
+        &typo,
+        "[[upstream]]\nname = \"a\"\nurll = \"http://x/mcp\"\n",
+    )
+    .unwrap();
+    let run = gateway_in(dir.path(), &["gateway", "--config", typo.to_str().unwrap()]);
+    run.expect_code(4);
+    assert!(
+        run.stderr.contains("typo.toml") && run.stderr.contains("line"),
+        "{}",
+        run.stderr
+    );
+
+    // serve's own file must not carry the gateway's sections.
+    let run = crate::harness::mcp_env(
+        &["serve", "--check", "--config", file.to_str().unwrap()],
+        "",
+        &[("KELSON_DATA_DIR", dir.path().as_os_str())],
+    );
+    run.expect_code(4);
+    assert!(run.stderr.contains("kelson gateway"), "{}", run.stderr);
+}
