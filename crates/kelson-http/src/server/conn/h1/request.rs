@@ -182,45 +182,57 @@ fn parse_head(buf: &mut BytesMut) -> Result<Option<Head>, Fail> {
     let uri = Uri::from_maybe_shared(head.slice(range(target.0, target.1)))
         .map_err(|_| Fail::Refuse(BAD, "a malformed request target"))?;
     let mut headers = HeaderMap::with_capacity(count);
+    // Which of the fields this function reads the head has, noted as they go into the map, so that
+    // the map is searched only for those that are there.
+    let mut seen = Seen::default();
     for &(name, name_end, value, value_end) in &spans[..count] {
-        let name = HeaderName::from_bytes(&head[range(name, name_end)])
-            .map_err(|_| Fail::Refuse(BAD, "a malformed header field name"))?;
+        let name = &head[range(name, name_end)];
+        let name = match mcp_header_name(name) {
+            Some(known) => known,
+            None => HeaderName::from_bytes(name)
+                .map_err(|_| Fail::Refuse(BAD, "a malformed header field name"))?,
+        };
         let value = HeaderValue::from_maybe_shared(head.slice(range(value, value_end)))
             .map_err(|_| Fail::Refuse(BAD, "a malformed header field value"))?;
+        seen.note(&name);
         headers.append(name, value);
     }
 
-    let framing = framing(&headers, version)?;
-    if version == Version::HTTP_11 && headers.get_all(HOST).iter().count() != 1 {
+    let framing = framing(&headers, version, &seen)?;
+    if version == Version::HTTP_11 && seen.hosts != 1 {
         return Err(Fail::Refuse(
             BAD,
             "an HTTP/1.1 request must carry exactly one Host field",
         ));
     }
     let (mut close, mut keep) = (false, false);
-    for token in headers
-        .get_all(CONNECTION)
-        .iter()
-        .flat_map(|v| v.as_bytes().split(|&b| b == b','))
-    {
-        let token = token.trim_ascii();
-        close |= token.eq_ignore_ascii_case(b"close");
-        keep |= token.eq_ignore_ascii_case(b"keep-alive");
+    if seen.connection {
+        for token in headers
+            .get_all(CONNECTION)
+            .iter()
+            .flat_map(|v| v.as_bytes().split(|&b| b == b','))
+        {
+            let token = token.trim_ascii();
+            close |= token.eq_ignore_ascii_case(b"close");
+            keep |= token.eq_ignore_ascii_case(b"keep-alive");
+        }
     }
     let keep_alive = !close && (version == Version::HTTP_11 || keep);
     let mut expect_continue = false;
-    for value in headers.get_all(EXPECT) {
-        if value
-            .as_bytes()
-            .trim_ascii()
-            .eq_ignore_ascii_case(b"100-continue")
-        {
-            expect_continue = version == Version::HTTP_11;
-        } else {
-            return Err(Fail::Refuse(
-                StatusCode::EXPECTATION_FAILED,
-                "the only expectation met is 100-continue",
-            ));
+    if seen.expect {
+        for value in headers.get_all(EXPECT) {
+            if value
+                .as_bytes()
+                .trim_ascii()
+                .eq_ignore_ascii_case(b"100-continue")
+            {
+                expect_continue = version == Version::HTTP_11;
+            } else {
+                return Err(Fail::Refuse(
+                    StatusCode::EXPECTATION_FAILED,
+                    "the only expectation met is 100-continue",
+                ));
+            }
         }
     }
 
@@ -248,15 +260,64 @@ fn names_a_version(buf: &[u8]) -> bool {
         .is_some_and(|v| matches!(v, [b'H', b'T', b'T', b'P', b'/', major, b'.', minor] if major.is_ascii_digit() && minor.is_ascii_digit()))
 }
 
+/// Which of the fields [`parse_head`] reads a head has (and how many `Host` fields).
+#[derive(Default)]
+struct Seen {
+    hosts: usize,
+    content_length: bool,
+    transfer_encoding: bool,
+    connection: bool,
+    expect: bool,
+}
+
+impl Seen {
+    fn note(&mut self, name: &HeaderName) {
+        if name == HOST {
+            self.hosts += 1;
+        } else if name == CONTENT_LENGTH {
+            self.content_length = true;
+        } else if name == TRANSFER_ENCODING {
+            self.transfer_encoding = true;
+        } else if name == CONNECTION {
+            self.connection = true;
+        } else if name == EXPECT {
+            self.expect = true;
+        }
+    }
+}
+
+/// The MCP binding's own header names, which every MCP request carries, as the constants of
+/// [`crate::headers`]: those share static bytes, where `HeaderName::from_bytes` copies a name it
+/// does not know into an allocation of its own, on every request. Header names are
+/// case-insensitive, and the constants are in lowercase as a parsed name would be.
+fn mcp_header_name(name: &[u8]) -> Option<HeaderName> {
+    use crate::headers::{
+        LAST_EVENT_ID, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID,
+    };
+    let known = match name.len() {
+        8 => MCP_NAME,
+        10 => MCP_METHOD,
+        13 => LAST_EVENT_ID,
+        14 => MCP_SESSION_ID,
+        20 => MCP_PROTOCOL_VERSION,
+        _ => return None,
+    };
+    name.eq_ignore_ascii_case(known.as_str().as_bytes())
+        .then_some(known)
+}
+
 /// How the request's body is delimited (RFC 9112 §6), refusing what could be read two ways.
-fn framing(headers: &HeaderMap, version: Version) -> Result<Framing, Fail> {
+fn framing(headers: &HeaderMap, version: Version, fields: &Seen) -> Result<Framing, Fail> {
     const BAD: StatusCode = StatusCode::BAD_REQUEST;
-    let mut codings = headers.get_all(TRANSFER_ENCODING).iter().peekable();
-    let chunked = if codings.peek().is_some() {
+    if !fields.transfer_encoding && !fields.content_length {
+        return Ok(Framing::None);
+    }
+    let chunked = if fields.transfer_encoding {
+        let codings = headers.get_all(TRANSFER_ENCODING).iter();
         if version == Version::HTTP_10 {
             return Err(Fail::Refuse(BAD, "Transfer-Encoding is not HTTP/1.0"));
         }
-        if headers.contains_key(CONTENT_LENGTH) {
+        if fields.content_length {
             return Err(Fail::Refuse(
                 BAD,
                 "a request cannot carry both Transfer-Encoding and Content-Length",

@@ -50,7 +50,13 @@ pub(super) async fn write(
     let close = close || refused.is_some();
     // An HTTP/1.0 client cannot read chunks: a stream to it ends when the connection closes.
     let close = close || http10 && body.is_err();
-    let mut head = Vec::with_capacity(256);
+    // A small body is sent in one write with its head: room for it from the start, so that the
+    // head is not copied to grow for it.
+    let inline = match &body {
+        Ok(Some(bytes)) if !head_only && bytes.len() <= INLINE_BODY => bytes.len(),
+        _ => 0,
+    };
+    let mut head = Vec::with_capacity(256 + inline);
     head.extend_from_slice(b"HTTP/1.1 ");
     head.extend_from_slice(parts.status.as_str().as_bytes());
     head.push(b' ');
@@ -76,9 +82,11 @@ pub(super) async fn write(
     match body {
         Ok(bytes) => {
             let len = bytes.as_ref().map_or(0, Bytes::len);
-            write!(head, "content-length: {len}\r\n\r\n")?;
+            head.extend_from_slice(b"content-length: ");
+            push_decimal(&mut head, len as u64);
+            head.extend_from_slice(b"\r\n\r\n");
             match bytes {
-                Some(bytes) if !head_only && bytes.len() <= 16 * 1024 => {
+                Some(bytes) if !head_only && bytes.len() <= INLINE_BODY => {
                     head.extend_from_slice(&bytes);
                     send(io, out, &head).await?;
                 }
@@ -104,6 +112,25 @@ pub(super) async fn write(
             Ok(close)
         }
     }
+}
+
+/// The largest body written in one piece with its head.
+const INLINE_BODY: usize = 16 * 1024;
+
+/// Appends `n` in decimal, without the formatting machinery `write!` goes through on every
+/// response.
+fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 /// Writes a streamed body frame by frame as they come (as chunks if `chunked`), until it ends.
@@ -227,4 +254,18 @@ fn date() -> [u8; 29] {
         cached.set((second, text));
         text
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::push_decimal;
+
+    #[test]
+    fn decimals_are_written_as_format_would() {
+        for n in [0, 7, 10, 99, 100, 16_384, 1_234_567_890, u64::MAX] {
+            let mut out = b"x".to_vec();
+            push_decimal(&mut out, n);
+            assert_eq!(out, format!("x{n}").into_bytes());
+        }
+    }
 }
