@@ -225,6 +225,9 @@ pub fn decode_str(input: &str) -> Result<Message<'_>, DecodeError> {
 }
 
 fn read_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+    if let Some(s) = plain_str(raw) {
+        return Some(Cow::Borrowed(s));
+    }
     if let Ok(s) = serde_json::from_str::<&str>(raw.get()) {
         return Some(Cow::Borrowed(s));
     }
@@ -232,6 +235,16 @@ fn read_str(raw: &RawValue) -> Option<Cow<'_, str>> {
     serde_json::from_str::<String>(raw.get())
         .ok()
         .map(Cow::Owned)
+}
+
+/// The text of a JSON string without escapes, read without a second parse. The raw value was read
+/// whole by serde_json, which refuses control characters in strings, so the text between its
+/// quotes, when it has no backslash, is exactly the string. Anything else (not a string, or one
+/// with escapes) is `None`.
+pub fn plain_str(raw: &RawValue) -> Option<&str> {
+    let text = raw.get();
+    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
+    (!inner.contains('\\')).then_some(inner)
 }
 
 const NO_BATCHES: &str = "batches are not supported; send one message per request";
@@ -308,6 +321,17 @@ mod tests {
         for id in ["-0.0", "1.0", "0e0"] {
             let text = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#);
             assert_eq!(err(&text).error.code, code::INVALID_REQUEST, "{id}");
+        }
+    }
+
+    #[test]
+    fn plain_strings_are_read_in_place_and_others_are_not() {
+        let raw = |text: &str| serde_json::from_str::<Box<RawValue>>(text).unwrap();
+        assert_eq!(plain_str(&raw(r#""tools/call""#)), Some("tools/call"));
+        assert_eq!(plain_str(&raw(r#""""#)), Some(""));
+        assert_eq!(plain_str(&raw(r#""é ☃""#)), Some("é ☃"));
+        for text in [r#""a\/b""#, r#""\"""#, "1", "null", "{}", "[\"a\"]"] {
+            assert_eq!(plain_str(&raw(text)), None, "{text}");
         }
     }
 

@@ -24,7 +24,9 @@ mod encode;
 mod error;
 mod id;
 
-pub use decode::{DecodeError, Message, Notification, Request, Response, decode, decode_str};
+pub use decode::{
+    DecodeError, Message, Notification, Request, Response, decode, decode_str, plain_str,
+};
 pub use encode::{write_error, write_notification, write_request, write_result, write_result_raw};
 pub use error::{ErrorObject, code};
 pub use id::Id;
