@@ -80,6 +80,10 @@ fn meta_field<'de, D: serde::Deserializer<'de>>(
 
 /// Reads a JSON string, borrowing it when it has no escapes.
 fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+    // The usual name, without escapes, is its raw text between the quotes: no second parse.
+    if let Some(s) = kelson_jsonrpc::plain_str(raw) {
+        return Some(Cow::Borrowed(s));
+    }
     if let Ok(s) = serde_json::from_str::<&str>(raw.get()) {
         return Some(Cow::Borrowed(s));
     }
