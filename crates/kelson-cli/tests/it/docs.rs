@@ -100,6 +100,7 @@ fn subcommands(help: &str) -> Vec<String> {
 fn page_of(command: &str) -> &'static str {
     match command {
         "serve" => "serve",
+        "gateway" => "gateway",
         "bench" => "bench",
         "task" => "task",
         "auth" => "auth",
@@ -110,6 +111,7 @@ fn page_of(command: &str) -> &'static str {
 
 const PAGE_TITLES: &[(&str, &str)] = &[
     ("serve", "kelson serve"),
+    ("gateway", "kelson gateway"),
     (
         "client",
         "The client commands: discover, tools, call, resources, templates, read, prompts, prompt, complete, listen",

@@ -219,6 +219,17 @@ impl Reader {
         let home = TempDir::new();
         std::fs::create_dir_all(home.join("notes")).unwrap();
         std::fs::write(home.join("notes/todo.md"), "- read the README\n").unwrap();
+        // The example configurations, at the path the README gives from the checkout's root.
+        std::fs::create_dir_all(home.join("examples")).unwrap();
+        for example in ["kelson.toml", "gateway.toml"] {
+            std::fs::copy(
+                kelson_testenv::workspace_root()
+                    .join("examples")
+                    .join(example),
+                home.join("examples").join(example),
+            )
+            .unwrap();
+        }
         // `kelson serve --db app.db` serves an SQLite file that exists.
         rusqlite::Connection::open(home.join("app.db"))
             .unwrap()
@@ -375,9 +386,14 @@ impl Reader {
         );
         let background = words.last().map(String::as_str) == Some("&");
         let words: Vec<String> = words.into_iter().filter(|w| w != "&").collect();
-        let is_server = (first == "kelson"
-            && words.get(1).map(String::as_str) == Some("serve")
-            && !words.iter().any(|w| w == "--stdio"))
+        // `kelson serve` and `kelson gateway` serve (over HTTP, unless --stdio); `kelson gateway
+        // check` and `pin` are one-off commands.
+        let serving = match words.get(1).map(String::as_str) {
+            Some("serve") => true,
+            Some("gateway") => !matches!(words.get(2).map(String::as_str), Some("check" | "pin")),
+            _ => false,
+        };
+        let is_server = (first == "kelson" && serving && !words.iter().any(|w| w == "--stdio"))
             || first == "conformance-server";
         if is_server {
             if words.iter().any(|w| w.contains("postgres://mcp_reader")) {

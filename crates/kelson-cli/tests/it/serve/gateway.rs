@@ -193,3 +193,132 @@ fn a_gateway_refuses_what_belongs_to_serve_and_a_file_without_upstreams() {
     run.expect_code(4);
     assert!(run.stderr.contains("kelson gateway"), "{}", run.stderr);
 }
+
+/// The processes whose parent is `pid`, from /proc.
+fn children(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return found;
+    };
+    for task in tasks.flatten() {
+        let list = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        found.extend(
+            list.split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok()),
+        );
+    }
+    found
+}
+
+#[test]
+fn a_stdio_upstream_that_dies_is_started_again_and_ends_with_the_gateway() {
+    let dir = TempDir::new();
+    let file = dir.join("gateway.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[upstream]]\nname = \"local\"\ncommand = [\"{}\", \"serve\", \"--stdio\", \"--data-dir\", \"{}\"]\n",
+            mcp_path(),
+            dir.join("local-data").display()
+        ),
+    )
+    .unwrap();
+    let mut gateway = Serve::spawn_command(
+        crate::harness::command(&[
+            "gateway",
+            "--http",
+            "127.0.0.1:0",
+            "--config",
+            file.to_str().unwrap(),
+        ]),
+        &dir.join("gw-data"),
+    );
+    let call = |gateway: &Serve| {
+        gateway.run(
+            &[
+                "call",
+                "local_query",
+                "--arg",
+                "sql=SELECT 7 AS n",
+                "--json",
+            ],
+            "",
+        )
+    };
+    call(&gateway).expect_code(0);
+    let upstream = children(gateway.pid());
+    assert_eq!(upstream.len(), 1, "one program started: {upstream:?}");
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", &upstream[0].to_string()])
+        .status();
+    // The gateway notices, starts it again, and serves its tools as before.
+    crate::serve::support::wait_until("the upstream is started again", || {
+        let now = children(gateway.pid());
+        !now.is_empty() && now != upstream && call(&gateway).code == Some(0)
+    });
+    assert!(
+        gateway.log().contains("upstream local: lost"),
+        "{}",
+        gateway.log()
+    );
+    // Stopping the gateway ends the program it started.
+    let restarted = children(gateway.pid());
+    gateway.stop();
+    crate::serve::support::wait_until("the upstream ended with the gateway", || {
+        restarted.iter().all(|pid| {
+            !std::path::Path::new(&format!("/proc/{pid}")).exists()
+                || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|s| s.contains(") Z "))
+        })
+    });
+}
+
+#[test]
+fn the_official_handshake_era_server_is_reached_by_callers_of_both_eras() {
+    let Some((node, script)) = crate::harness::everything() else {
+        return;
+    };
+    let dir = TempDir::new();
+    let file = dir.join("gateway.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[upstream]]\nname = \"everything\"\ncommand = [\"{}\", \"{}\", \"stdio\"]\n",
+            node.display(),
+            script.display()
+        ),
+    )
+    .unwrap();
+    let gateway = Serve::spawn_command(
+        crate::harness::command(&[
+            "gateway",
+            "--http",
+            "127.0.0.1:0",
+            "--config",
+            file.to_str().unwrap(),
+        ]),
+        &dir.join("gw-data"),
+    );
+    for era in ["modern", "legacy"] {
+        let run = gateway.run(
+            &[
+                "call",
+                "everything_echo",
+                "--era",
+                era,
+                "--arg",
+                "message=across eras",
+                "--json",
+            ],
+            "",
+        );
+        run.expect_code(0);
+        assert!(run.stdout.contains("across eras"), "{era}: {}", run.stdout);
+    }
+    // It was spoken to in the handshake era, which is all it speaks.
+    assert!(
+        gateway.log().contains("tools served (2025-"),
+        "{}",
+        gateway.log()
+    );
+}
