@@ -125,6 +125,33 @@ fn a_gateway_serves_a_stdio_and_an_http_upstream_and_audits_each_call() {
         "arguments are not recorded by default"
     );
 
+    // Over stdio, as a desktop host starts it.
+    let line = format!(
+        "'{}' gateway --stdio --config '{file}' --data-dir '{}'",
+        mcp_path(),
+        dir.join("gw-stdio-data").display()
+    );
+    let run = mcp_env(
+        &[
+            "call",
+            "remote_query",
+            "--stdio",
+            &line,
+            "--arg",
+            "sql=SELECT 5 AS five",
+            "--json",
+        ],
+        "",
+        &[("KELSON_GW_REMOTE_TOKEN", "Bearer unused".as_ref())],
+    );
+    run.expect_code(0);
+    assert_eq!(
+        run.json()["structuredContent"]["rows"][0][0],
+        5,
+        "{}",
+        run.stderr
+    );
+
     // Nothing is pending: what was seen first is pinned.
     let list = gateway_in(
         &dir.join("gw-data"),
