@@ -169,22 +169,18 @@ pub(crate) async fn watch_pins(
     server: Server,
     stop: tokio_util::sync::CancellationToken,
 ) {
-    let mut last = modified(shared.pins.path());
+    let mut last = pins::modified(shared.pins.path());
     loop {
         tokio::select! {
             () = tokio::time::sleep(PINS_POLL) => {}
             () = stop.cancelled() => return,
         }
-        let now = modified(shared.pins.path());
+        let now = pins::modified(shared.pins.path());
         if now != last {
             last = now;
             refresh_all(&shared, &server).await;
         }
     }
-}
-
-fn modified(path: &std::path::Path) -> Option<std::time::SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }
 
 /// Lists every connected upstream again (after the pins changed).

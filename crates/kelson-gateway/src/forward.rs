@@ -85,8 +85,13 @@ impl ToolHandler for Forward {
                 started,
             };
             let mut ctx = ctx;
-            let decision = match admit(&shared, &mut ctx, &upstream, &exposed, mode, argument_bytes)
-            {
+            let checks = Checks {
+                principal: &call.principal,
+                exposed: &exposed,
+                mode,
+                argument_bytes,
+            };
+            let decision = match admit(&shared, &mut ctx, &upstream, checks) {
                 Ok(decision) => decision,
                 Err((decision, error)) => {
                     let outcome = match &error {
@@ -147,16 +152,29 @@ fn refusal_text(error: &HandlerError) -> Option<String> {
     }
 }
 
+/// What the policy's checks look at, besides the request.
+struct Checks<'a> {
+    /// The caller, as the audit record names it.
+    principal: &'a str,
+    exposed: &'a str,
+    mode: Mode,
+    argument_bytes: usize,
+}
+
 /// The policy's checks before anything goes upstream: the pin, the size of the arguments, the
 /// rate limit, and the person's approval where the policy asks for it.
 fn admit(
     shared: &Shared,
     ctx: &mut RequestContext,
     upstream: &Upstream,
-    exposed: &str,
-    mode: Mode,
-    argument_bytes: usize,
+    checks: Checks<'_>,
 ) -> Result<Decision, (Decision, HandlerError)> {
+    let Checks {
+        principal,
+        exposed,
+        mode,
+        argument_bytes,
+    } = checks;
     if mode == Mode::PinRefused {
         return Err((
             Decision::PinRefused,
@@ -179,7 +197,7 @@ fn admit(
             )),
         ));
     }
-    if let Err(wait) = shared.policy.admit(&ctx.principal().id(), exposed) {
+    if let Err(wait) = shared.policy.admit(principal, exposed) {
         let limit = shared.policy.rate_limit().expect("a limiter has a limit");
         return Err((
             Decision::RateLimited,

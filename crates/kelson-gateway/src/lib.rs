@@ -266,14 +266,6 @@ impl Gateway {
     }
 }
 
-impl Drop for Shared {
-    fn drop(&mut self) {
-        for u in &self.upstreams {
-            u.set_client(None);
-        }
-    }
-}
-
 /// `n` random bytes in hex.
 pub(crate) fn random_hex(n: usize) -> String {
     let mut bytes = vec![0u8; n];

@@ -276,7 +276,8 @@ impl PinStore {
     }
 }
 
-fn modified(path: &Path) -> Option<SystemTime> {
+/// The file's modification time, if it exists.
+pub(crate) fn modified(path: &Path) -> Option<SystemTime> {
     std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }
 

@@ -114,12 +114,17 @@ pub async fn survey(config: &GatewayConfig) -> Result<Vec<Survey>, ConfigError> 
 /// The exposed tools whose pins differ from what their upstream serves (or that were never
 /// pinned), as `(upstream, exposed name, status)`.
 pub fn pin_status(surveys: &[Survey]) -> Vec<(&str, &SurveyedTool)> {
+    found_tools(surveys)
+        .filter(|(_, t)| matches!(t.pin, PinStatus::New | PinStatus::Changed(_)))
+        .collect()
+}
+
+/// Every tool of the upstreams that were reached, with its upstream's name.
+fn found_tools(surveys: &[Survey]) -> impl Iterator<Item = (&str, &SurveyedTool)> {
     surveys
         .iter()
         .filter_map(|s| s.found.as_ref().ok().map(|(_, tools)| (s, tools)))
         .flat_map(|(s, tools)| tools.iter().map(move |t| (s.name.as_str(), t)))
-        .filter(|(_, t)| matches!(t.pin, PinStatus::New | PinStatus::Changed(_)))
-        .collect()
 }
 
 /// Records what the upstreams serve now as the pins of the tools named in `only` (exposed names,
@@ -135,11 +140,7 @@ pub fn accept(
     let mut file = PinFile::load(&path)?;
     let mut matched = vec![false; only.len()];
     let mut accepted = Vec::new();
-    for (upstream, tool) in surveys
-        .iter()
-        .filter_map(|s| s.found.as_ref().ok().map(|(_, tools)| (s, tools)))
-        .flat_map(|(s, tools)| tools.iter().map(move |t| (s.name.as_str(), t)))
-    {
+    for (upstream, tool) in found_tools(surveys) {
         if tool.hidden.is_some() {
             continue;
         }

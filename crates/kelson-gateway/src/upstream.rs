@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kelson_client::{Client, EraChoice, HeaderName, HeaderValue};
 use kelson_http::client::HttpClient;
@@ -67,7 +67,7 @@ pub struct Upstream {
     /// The folder the configuration's relative paths start from.
     base: PathBuf,
     client: Mutex<Option<Arc<Client>>>,
-    state: Mutex<(State, Instant)>,
+    state: Mutex<State>,
     /// Raised by a call that saw the connection fail, so that the supervisor reconnects.
     pub(crate) broken: tokio::sync::Notify,
 }
@@ -87,7 +87,7 @@ impl Upstream {
             config,
             base: base.to_path_buf(),
             client: Mutex::new(None),
-            state: Mutex::new((State::Connecting, Instant::now())),
+            state: Mutex::new(State::Connecting),
             broken: tokio::sync::Notify::new(),
         }
     }
@@ -99,11 +99,11 @@ impl Upstream {
 
     /// Its connection's state.
     pub fn state(&self) -> State {
-        self.state.lock().expect("state lock").0.clone()
+        self.state.lock().expect("state lock").clone()
     }
 
     pub(crate) fn set_state(&self, state: State) {
-        *self.state.lock().expect("state lock") = (state, Instant::now());
+        *self.state.lock().expect("state lock") = state;
     }
 
     /// The client, while connected.

@@ -30,6 +30,20 @@ headers = {{ Authorization = {{ env = "KELSON_GW_REMOTE_TOKEN" }} }}
     path
 }
 
+/// `kelson gateway --http 127.0.0.1:0 --config FILE` with its data in `data` and `env` set;
+/// returns once it listens.
+fn start(file: &Path, data: &Path, env: &[(&str, &str)]) -> Serve {
+    let mut command = crate::harness::command(&[
+        "gateway",
+        "--http",
+        "127.0.0.1:0",
+        "--config",
+        file.to_str().unwrap(),
+    ]);
+    command.envs(env.iter().copied());
+    Serve::spawn_command(command, data)
+}
+
 fn gateway_in(dir: &Path, args: &[&str]) -> crate::harness::Run {
     mcp_env(
         args,
@@ -65,10 +79,11 @@ fn a_gateway_serves_a_stdio_and_an_http_upstream_and_audits_each_call() {
         "check writes nothing"
     );
 
-    let mut env_command =
-        crate::harness::command(&["gateway", "--http", "127.0.0.1:0", "--config", file]);
-    env_command.env("KELSON_GW_REMOTE_TOKEN", "Bearer unused");
-    let gateway = Serve::spawn_command(env_command, &dir.join("gw-data"));
+    let gateway = start(
+        Path::new(file),
+        &dir.join("gw-data"),
+        &[("KELSON_GW_REMOTE_TOKEN", "Bearer unused")],
+    );
     let tools = gateway.run(&["tools", "--json"], "");
     tools.expect_code(0);
     let names: Vec<String> = tools.json()["tools"]
@@ -250,16 +265,7 @@ fn a_stdio_upstream_that_dies_is_started_again_and_ends_with_the_gateway() {
         ),
     )
     .unwrap();
-    let mut gateway = Serve::spawn_command(
-        crate::harness::command(&[
-            "gateway",
-            "--http",
-            "127.0.0.1:0",
-            "--config",
-            file.to_str().unwrap(),
-        ]),
-        &dir.join("gw-data"),
-    );
+    let mut gateway = start(&file, &dir.join("gw-data"), &[]);
     let call = |gateway: &Serve| {
         gateway.run(
             &[
@@ -316,16 +322,7 @@ fn the_official_handshake_era_server_is_reached_by_callers_of_both_eras() {
         ),
     )
     .unwrap();
-    let gateway = Serve::spawn_command(
-        crate::harness::command(&[
-            "gateway",
-            "--http",
-            "127.0.0.1:0",
-            "--config",
-            file.to_str().unwrap(),
-        ]),
-        &dir.join("gw-data"),
-    );
+    let gateway = start(&file, &dir.join("gw-data"), &[]);
     for era in ["modern", "legacy"] {
         let run = gateway.run(
             &[
